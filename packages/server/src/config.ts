@@ -1,0 +1,202 @@
+import { resolve } from 'node:path';
+
+/**
+ * Server configuration, parsed once at boot from environment variables and
+ * command-line flags (`--port=8443` overrides `PORT`). Every value is
+ * validated here; a bad value stops the server with a message naming it.
+ * Secrets (database URL, SMTP URL) have no defaults.
+ */
+export interface Config {
+  readonly host: string;
+  /** HTTPS port (or plain HTTP when `tls.mode` is `off`, only behind a TLS-terminating proxy). */
+  readonly port: number;
+  /** Plain-HTTP port that redirects to HTTPS; `null` disables the redirect listener. */
+  readonly httpRedirectPort: number | null;
+  /** The public base URL (`https://host:port`) used in redirects and e-mail links. */
+  readonly publicUrl: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | null;
+  readonly redisUrl: string | null;
+  readonly smtpUrl: string | null;
+  readonly mailFrom: string;
+  readonly tls: TlsConfig;
+  readonly trustProxy: boolean;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly bodyLimitBytes: number;
+  readonly rekeyBodyLimitBytes: number;
+  readonly signupPolicy: 'open' | 'invite';
+  readonly invitationTtlDays: number;
+  readonly rateLimits: RateLimitConfig;
+  readonly shutdownGraceMs: number;
+}
+
+export type TlsConfig =
+  | { readonly mode: 'files'; readonly certFile: string; readonly keyFile: string }
+  | { readonly mode: 'self-signed' }
+  | { readonly mode: 'off' };
+
+/** Requests per minute for each budget. */
+export interface RateLimitConfig {
+  readonly session: number;
+  readonly apiKey: number;
+  readonly ciToken: number;
+  /** Per client IP, for requests without a credential. */
+  readonly anonymous: number;
+  /** Per client IP, for `/v1/auth/*`. */
+  readonly auth: number;
+  readonly windowSeconds: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Source = Readonly<Record<string, string | undefined>>;
+
+/** Turns `--some-flag=value` / `--some-flag value` into `SOME_FLAG=value`. */
+export function flagsToEnv(argv: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--'))
+      throw new ConfigError(arg, 'unexpected argument (flags look like --port=8443)');
+    const eq = arg.indexOf('=');
+    let name: string;
+    let value: string;
+    if (eq > 0) {
+      name = arg.slice(2, eq);
+      value = arg.slice(eq + 1);
+    } else {
+      name = arg.slice(2);
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith('--')) value = 'true';
+      else {
+        value = next;
+        i++;
+      }
+    }
+    out[name.toUpperCase().replaceAll('-', '_')] = value;
+  }
+  return out;
+}
+
+export function loadConfig(env: Source, argv: readonly string[] = []): Config {
+  const src: Source = { ...env, ...flagsToEnv(argv) };
+  const read = (name: string) => {
+    const v = src[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+    const n = Number(raw);
+    if (n < min || n > max)
+      throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    throw new ConfigError(name, `expected true or false, got "${raw}"`);
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(raw)) {
+      throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+    }
+    return raw as T;
+  };
+  const url = (name: string, protocols: readonly string[]): string | null => {
+    const raw = read(name);
+    if (raw === undefined) return null;
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new ConfigError(name, 'is not a valid URL');
+    }
+    if (!protocols.includes(parsed.protocol)) {
+      throw new ConfigError(name, `must use ${protocols.join(' or ')} (got ${parsed.protocol})`);
+    }
+    return raw;
+  };
+
+  const host = read('HOST') ?? '0.0.0.0';
+  const port = int('PORT', 8443, 0, 65535);
+  const redirectRaw = read('HTTP_PORT');
+  const httpRedirectPort = redirectRaw === 'off' ? null : int('HTTP_PORT', 8080, 0, 65535);
+
+  const certFile = read('TLS_CERT_FILE');
+  const keyFile = read('TLS_KEY_FILE');
+  let tls: TlsConfig;
+  const tlsMode = oneOf('TLS', ['auto', 'off'], 'auto');
+  if (tlsMode === 'off') {
+    tls = { mode: 'off' };
+  } else if (certFile || keyFile) {
+    if (!certFile) throw new ConfigError('TLS_CERT_FILE', 'is required when TLS_KEY_FILE is set');
+    if (!keyFile) throw new ConfigError('TLS_KEY_FILE', 'is required when TLS_CERT_FILE is set');
+    tls = { mode: 'files', certFile: resolve(certFile), keyFile: resolve(keyFile) };
+  } else {
+    tls = { mode: 'self-signed' };
+  }
+  const trustProxy = bool('TRUST_PROXY', false);
+  if (tls.mode === 'off' && !trustProxy) {
+    throw new ConfigError(
+      'TLS',
+      'off is only allowed with TRUST_PROXY=true (behind a TLS-terminating proxy)',
+    );
+  }
+
+  const publicHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  const publicUrl = (url('PUBLIC_URL', ['https:']) ?? `https://${publicHost}:${port}`).replace(
+    /\/+$/,
+    '',
+  );
+
+  const config: Config = {
+    host,
+    port,
+    httpRedirectPort: tls.mode === 'off' ? null : httpRedirectPort,
+    publicUrl,
+    dataDir: resolve(read('DATA_DIR') ?? './data'),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom: read('MAIL_FROM') ?? 'Coffer <coffer@localhost>',
+    tls,
+    trustProxy,
+    logLevel: oneOf(
+      'LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      'info',
+    ),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rekeyBodyLimitBytes: int(
+      'REKEY_BODY_LIMIT_BYTES',
+      256 * 1024 * 1024,
+      1024,
+      2 * 1024 * 1024 * 1024,
+    ),
+    signupPolicy: oneOf('SIGNUP_POLICY', ['open', 'invite'], 'open'),
+    invitationTtlDays: int('INVITATION_TTL_DAYS', 7, 1, 365),
+    rateLimits: {
+      session: int('RATE_LIMIT_SESSION', 100, 1, 1_000_000),
+      apiKey: int('RATE_LIMIT_API_KEY', 500, 1, 1_000_000),
+      ciToken: int('RATE_LIMIT_CI_TOKEN', 200, 1, 1_000_000),
+      anonymous: int('RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
+      auth: int('RATE_LIMIT_AUTH', 10, 1, 1_000_000),
+      windowSeconds: 60,
+    },
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,108 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Dialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+import { migrationProvider } from './migrations/index.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly dialect: DialectName;
+  /** Checks the database answers (used by `/readyz`). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type DatabaseTarget =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; url: string; maxConnections?: number }
+  /** Any Kysely PostgreSQL-compatible dialect (the test suite uses an in-process PGlite). */
+  | { kind: 'postgres-dialect'; dialect: Dialect; close?: () => Promise<void> };
+
+/** The embedded default: a SQLite file in the data directory, unless `DATABASE_URL` is set. */
+export function targetFromConfig(config: {
+  dataDir: string;
+  databaseUrl: string | null;
+}): DatabaseTarget {
+  if (config.databaseUrl) return { kind: 'postgres', url: config.databaseUrl };
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  return { kind: 'sqlite', file: join(config.dataDir, 'coffer.db') };
+}
+
+export async function openDatabase(target: DatabaseTarget): Promise<Db> {
+  if (target.kind === 'sqlite') {
+    const sqlite = new SQLite(target.file);
+    // WAL for concurrent readers; FULL so an acknowledged write survives power loss
+    // and kill -9; a busy timeout so a second process waits instead of failing.
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma('busy_timeout = 5000');
+    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return {
+      kysely,
+      dialect: 'sqlite',
+      ping: async () => {
+        sqlite.prepare('select 1').get();
+      },
+      close: () => kysely.destroy(),
+    };
+  }
+  if (target.kind === 'postgres') {
+    const pool = new pg.Pool({ connectionString: target.url, max: target.maxConnections ?? 10 });
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return postgresDb(kysely);
+  }
+  const kysely = new Kysely<Database>({ dialect: target.dialect });
+  const db = postgresDb(kysely);
+  return {
+    ...db,
+    close: async () => {
+      await kysely.destroy();
+      await target.close?.();
+    },
+  };
+}
+
+function postgresDb(kysely: Kysely<Database>): Db {
+  return {
+    kysely,
+    dialect: 'postgres',
+    ping: async () => {
+      await sql`select 1`.execute(kysely);
+    },
+    close: () => kysely.destroy(),
+  };
+}
+
+export async function migrateToLatest(db: Db): Promise<void> {
+  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    const cause = error instanceof Error ? error.message : String(error ?? '');
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${cause}`);
+  }
+}
+
+/**
+ * Serialises writers of one project inside a transaction. PostgreSQL takes a row
+ * lock on the project; SQLite already runs one write transaction at a time.
+ * Rules that read-then-write (last admin, vault epoch) call this first.
+ */
+export async function lockProject(
+  trx: Kysely<Database>,
+  dialect: DialectName,
+  projectId: string,
+): Promise<boolean> {
+  let query = trx.selectFrom('projects').select('id').where('id', '=', projectId);
+  if (dialect === 'postgres') query = query.forUpdate();
+  return (await query.executeTakeFirst()) !== undefined;
+}
+
+/** `count(*)` is a bigint (a string through `pg`) on PostgreSQL and a number on SQLite. */
+export const toCount = (value: string | number | bigint | null | undefined): number =>
+  Number(value ?? 0);

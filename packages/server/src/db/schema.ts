@@ -1,0 +1,189 @@
+/**
+ * Row types of every table. Timestamps are ISO 8601 UTC strings with millisecond
+ * precision (`2026-11-22T07:30:00.000Z`) in both dialects, so they compare and
+ * sort the same on SQLite and PostgreSQL. Booleans are 0/1 integers for the same
+ * reason. JSON columns hold text.
+ */
+export interface Database {
+  users: UserTable;
+  sessions: SessionTable;
+  projects: ProjectTable;
+  members: MemberTable;
+  environments: EnvironmentTable;
+  secrets: SecretTable;
+  secret_versions: SecretVersionTable;
+  vault_grants: VaultGrantTable;
+  api_keys: ApiKeyTable;
+  ci_tokens: CiTokenTable;
+  audit_events: AuditEventTable;
+  outbox: OutboxTable;
+}
+
+export interface UserTable {
+  id: string;
+  /** Lower-cased; e-mail addresses compare case-insensitively. */
+  email: string;
+  name: string;
+  /** `invited`: created by an invitation, no credentials yet. `active`: signed up. */
+  status: 'invited' | 'active';
+  email_verified: number;
+  kdf_params: string | null;
+  auth_key_hash: string | null;
+  recovery_auth_key_hash: string | null;
+  public_key: string | null;
+  signing_public_key: string | null;
+  wrapped_private_keys: string | null;
+  recovery_wrapped_private_keys: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SessionTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: string;
+  last_used_at: string;
+  expires_at: string;
+}
+
+export interface ProjectTable {
+  id: string;
+  name: string;
+  description: string;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+  /** Current key epoch of the vault; 0 until the vault is initialised. */
+  vault_epoch: number;
+  rekey_recommended: number;
+}
+
+export interface MemberTable {
+  id: string;
+  project_id: string;
+  user_id: string;
+  role: 'admin' | 'developer' | 'viewer';
+  status: 'pending' | 'active' | 'revoked';
+  invited_at: string | null;
+  invited_by: string | null;
+  invitation_token_hash: string | null;
+  invitation_expires_at: string | null;
+  joined_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EnvironmentTable {
+  id: string;
+  project_id: string;
+  name: string;
+  slug: string;
+  /** Bumped on every change to the environment or its secrets; the listing cache key. */
+  revision: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SecretTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  name: string;
+  version: number;
+  value: string;
+  epoch: number;
+  comment: string;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+}
+
+export interface SecretVersionTable {
+  id: string;
+  secret_id: string;
+  project_id: string;
+  environment_id: string;
+  version: number;
+  value: string;
+  epoch: number;
+  created_at: string;
+  created_by: string | null;
+}
+
+export interface VaultGrantTable {
+  id: string;
+  project_id: string;
+  epoch: number;
+  kind: 'project_key' | 'environment_key';
+  recipient_type: 'user' | 'api_key' | 'ci_token';
+  recipient_id: string;
+  environment_id: string | null;
+  sealed_key: string;
+  granter_id: string;
+  signature: string;
+  created_at: string;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  project_id: string;
+  name: string;
+  token_hash: string;
+  role: 'admin' | 'developer' | 'viewer';
+  /** JSON: `{ [environment_id]: 'read' | 'read_write' }`. */
+  scopes: string;
+  public_key: string;
+  created_by: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface CiTokenTable {
+  id: string;
+  project_id: string;
+  name: string;
+  token_hash: string;
+  scopes: string;
+  public_key: string;
+  /** The user accountable for the token: its minter, or the admin behind the minting API key. */
+  created_by: string;
+  created_by_api_key: string | null;
+  created_at: string;
+  expires_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface AuditEventTable {
+  id: string;
+  project_id: string | null;
+  action: string;
+  actor_id: string | null;
+  credential_kind: string | null;
+  credential_id: string | null;
+  ip: string | null;
+  request_id: string | null;
+  target_type: string | null;
+  target_id: string | null;
+  /** JSON object with before/after values; never secret values. */
+  data: string;
+  created_at: string;
+}
+
+export interface OutboxTable {
+  id: string;
+  kind: string;
+  payload: string;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  next_attempt_at: string;
+  locked_until: string | null;
+  last_error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}

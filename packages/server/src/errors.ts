@@ -1,0 +1,53 @@
+/**
+ * Domain errors. Services throw these; the HTTP layer maps `code` to a status
+ * in exactly one place (`http/errors.ts`). The codes are part of the public API:
+ * the SDK and CLI switch on them.
+ */
+export const ERROR_STATUS = {
+  validation_error: 400,
+  unauthenticated: 401,
+  token_expired: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  already_member: 409,
+  already_exists: 409,
+  version_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  last_admin: 422,
+  unprocessable: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorDetail {
+  readonly field: string;
+  readonly issue: string;
+  /** Extra machine-readable facts, e.g. `current_version` on a version conflict. */
+  readonly [extra: string]: unknown;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: readonly ErrorDetail[],
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
+export const forbidden = (message = 'Your role does not allow this operation') =>
+  new AppError('forbidden', message);
+export const validation = (field: string, issue: string, message?: string) =>
+  new AppError('validation_error', message ?? `Invalid value for ${field}`, [{ field, issue }]);

@@ -1,0 +1,117 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../errors.js';
+import { describeDetails, detailsFromSchemaErrors } from './validation.js';
+
+const METHODS: HTTPMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * The one place where failures become Form A error bodies:
+ * `{ error: { code, message, details?, request_id } }`. Domain errors keep their
+ * code; Fastify's protocol errors (bad JSON, 413, 415) get theirs; anything
+ * unexpected is a 500 whose body says nothing about the cause.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  // A second router that only knows which methods each path has, so an
+  // existing path with the wrong method answers 405 with `Allow`, not 404.
+  const known = FindMyWay({ ignoreTrailingSlash: false });
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) {
+      if (METHODS.includes(m as HTTPMethod)) {
+        try {
+          known.on(m as HTTPMethod, route.url, () => undefined);
+        } catch {
+          // already known (e.g. HEAD/GET pairs)
+        }
+      }
+    }
+  });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = METHODS.filter((m) => known.find(m, path) !== null);
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(
+        request,
+        reply,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`,
+      );
+    }
+    return sendError(request, reply, 'not_found', `No route for ${request.method} ${path}`);
+  });
+
+  app.setErrorHandler(async (error: FastifyError & Partial<AppError>, request, reply) => {
+    if (error instanceof AppError) {
+      return sendError(request, reply, error.code, error.message, error.details);
+    }
+    if (error.validation) {
+      const details = detailsFromSchemaErrors(error.validation, error.validationContext ?? 'body');
+      return sendError(request, reply, 'validation_error', describeDetails(details), details);
+    }
+    const protocol = protocolError(error);
+    if (protocol)
+      return sendError(request, reply, protocol.code, protocol.message, protocol.details);
+
+    request.log.error({ err: error }, 'unexpected error');
+    return sendError(
+      request,
+      reply,
+      'internal_error',
+      'An unexpected error occurred; quote the request id when reporting it',
+    );
+  });
+}
+
+function protocolError(
+  error: FastifyError,
+): { code: ErrorCode; message: string; details?: ErrorDetail[] } | null {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'payload_too_large', message: 'Request body is too large' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { code: 'unsupported_media_type', message: 'Request bodies must be application/json' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return {
+        code: 'validation_error',
+        message: 'Request body is empty but Content-Type is application/json',
+        details: [{ field: 'body', issue: 'required' }],
+      };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return {
+        code: 'validation_error',
+        message: 'Request body is not valid JSON',
+        details: [{ field: 'body', issue: 'invalid_json' }],
+      };
+  }
+  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
+    return {
+      code: 'validation_error',
+      message: 'Request body is not valid JSON',
+      details: [{ field: 'body', issue: 'invalid_json' }],
+    };
+  }
+  if (error.statusCode === 413)
+    return { code: 'payload_too_large', message: 'Request body is too large' };
+  if (error.statusCode === 415)
+    return { code: 'unsupported_media_type', message: 'Request bodies must be application/json' };
+  if (error.statusCode === 400)
+    return { code: 'validation_error', message: 'The request is malformed' };
+  return null;
+}
+
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  details?: readonly ErrorDetail[],
+) {
+  const body: { error: Record<string, unknown> } = {
+    error: { code, message, request_id: request.id },
+  };
+  if (details && details.length > 0) body.error.details = details;
+  return reply.code(ERROR_STATUS[code]).type('application/json; charset=utf-8').send(body);
+}

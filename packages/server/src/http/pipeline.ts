@@ -1,0 +1,173 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors.js';
+import {
+  SESSION_COOKIE,
+  type CredentialResolver,
+  type Principal,
+  type Resolution,
+} from './principal.js';
+import { consume, type RateLimitStore } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** `auth`: per-IP auth budget; `none`: not rate limited (health probes). */
+    rateClass?: 'auth' | 'none';
+  }
+}
+
+export interface PipelineDeps {
+  config: Config;
+  clock: Clock;
+  resolver: CredentialResolver;
+  rateLimitStore: RateLimitStore;
+}
+
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The per-request conventions every route shares, in order: request id, the
+ * proxy HTTPS redirect, security headers, authentication, the rate limit
+ * (headers on every response, 429 past the budget), and only then the 401 for a
+ * bad credential, so guessing credentials spends the caller's budget.
+ */
+export function registerPipeline(app: FastifyInstance, deps: PipelineDeps): void {
+  const { config, clock, resolver, rateLimitStore } = deps;
+  const limits = config.rateLimits;
+
+  app.decorateRequest('principal', null);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+
+    if (config.trustProxy && request.headers['x-forwarded-proto'] === 'http') {
+      const host =
+        request.headers['x-forwarded-host'] ??
+        request.headers.host ??
+        new URL(config.publicUrl).host;
+      return reply.code(308).header('location', `https://${host}${request.url}`).send();
+    }
+    if (config.tls.mode !== 'off' || config.trustProxy) {
+      reply.header('strict-transport-security', 'max-age=63072000; includeSubDomains');
+    }
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('referrer-policy', 'no-referrer');
+    reply.header('cache-control', 'no-store');
+    reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
+
+    const rateClass = request.routeOptions.config?.rateClass;
+    if (rateClass === 'none') return;
+
+    const now = clock.now();
+    const resolution = await authenticate(request, resolver, now, config);
+    let key: string;
+    let limit: number;
+    if (rateClass === 'auth') {
+      key = `auth:${request.ip}`;
+      limit = limits.auth;
+    } else if (resolution && 'principal' in resolution) {
+      const p = resolution.principal;
+      if (p.kind === 'session') {
+        key = `user:${p.userId}`;
+        limit = limits.session;
+      } else if (p.kind === 'api_key') {
+        key = `key:${p.id}`;
+        limit = limits.apiKey;
+      } else {
+        key = `ci:${p.id}`;
+        limit = limits.ciToken;
+      }
+    } else {
+      key = `ip:${request.ip}`;
+      limit = limits.anonymous;
+    }
+
+    const state = await consume(rateLimitStore, key, limit, limits.windowSeconds, now.getTime());
+    reply.header('x-ratelimit-limit', state.limit);
+    reply.header('x-ratelimit-remaining', state.remaining);
+    reply.header('x-ratelimit-reset', state.reset);
+    if (state.exceeded) {
+      reply.header('retry-after', state.retryAfter);
+      throw new AppError(
+        'rate_limited',
+        `Rate limit of ${limit} requests per minute exceeded; retry in ${state.retryAfter} s`,
+      );
+    }
+
+    if (resolution && 'error' in resolution)
+      throw new AppError(resolution.error, resolution.message);
+    request.principal = resolution?.principal ?? null;
+  });
+}
+
+async function authenticate(
+  request: FastifyRequest,
+  resolver: CredentialResolver,
+  now: Date,
+  config: Config,
+): Promise<Resolution | null> {
+  const header = request.headers.authorization;
+  if (header !== undefined) {
+    const match = /^Bearer ([^\s]+)$/i.exec(header);
+    if (!match)
+      return { error: 'unauthenticated', message: 'Authorization must be "Bearer <token>"' };
+    const bearer = match[1]!;
+    if (bearer.includes('.')) {
+      // The key part of a credential must never leave the client; refuse it so
+      // a misconfigured client learns at once (and it is never logged).
+      return {
+        error: 'unauthenticated',
+        message:
+          'Send only the bearer part of the credential (before the "."); the key part must stay on the client',
+      };
+    }
+    return resolver.resolveBearer(bearer, now);
+  }
+  const cookie = readCookie(request.headers.cookie, SESSION_COOKIE);
+  if (cookie === undefined) return null;
+  const resolution = await resolver.resolveSession(cookie, now);
+  if (
+    'principal' in resolution &&
+    UNSAFE_METHODS.has(request.method) &&
+    !sameOrigin(request, config)
+  ) {
+    return {
+      error: 'forbidden',
+      message: 'Cookie-authenticated requests that change state need a matching Origin header',
+    };
+  }
+  return resolution;
+}
+
+function sameOrigin(request: FastifyRequest, config: Config): boolean {
+  const origin = request.headers.origin;
+  if (!origin) return false;
+  if (origin === new URL(config.publicUrl).origin) return true;
+  const host = request.headers.host;
+  return (
+    host !== undefined &&
+    (origin === `https://${host}` || (config.tls.mode === 'off' && origin === `http://${host}`))
+  );
+}
+
+function readCookie(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name)
+      return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+export function requirePrincipal(request: FastifyRequest): Principal {
+  if (!request.principal) throw new AppError('unauthenticated', 'Authentication required');
+  return request.principal;
+}
+
+export type { FastifyReply };

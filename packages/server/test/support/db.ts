@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+import { migrateToLatest, openDatabase, type Db, type DialectName } from '../../src/db/database.js';
+import { PGliteDialect } from './pglite-dialect.js';
+
+/**
+ * The dialects every database test runs on: `DIALECTS=sqlite,postgres` by
+ * default. PostgreSQL is the real server at `COFFER_TEST_DATABASE_URL` when set
+ * (CI sets it), otherwise an in-process PGlite.
+ */
+export const DIALECTS: DialectName[] = (process.env.DIALECTS ?? 'sqlite,postgres')
+  .split(',')
+  .map((d) => d.trim())
+  .filter((d): d is DialectName => d === 'sqlite' || d === 'postgres');
+
+export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;
+
+export interface TestDb {
+  db: Db;
+  dialect: DialectName;
+  /** A directory of its own, for the SQLite file, TLS material and the outbox. */
+  dataDir: string;
+  /** A PostgreSQL URL of this test's own database (real server only), for child processes. */
+  databaseUrl: string | null;
+  cleanup(): Promise<void>;
+}
+
+/** A fresh, migrated database of its own: a new SQLite file, or a new PostgreSQL database. */
+export async function createTestDb(dialect: DialectName): Promise<TestDb> {
+  const dataDir = mkdtempSync(join(tmpdir(), `coffer-test-${dialect}-`));
+  const removeDir = () => rmSync(dataDir, { recursive: true, force: true });
+  if (dialect === 'sqlite') {
+    const db = await openDatabase({ kind: 'sqlite', file: join(dataDir, 'coffer.db') });
+    await migrateToLatest(db);
+    return {
+      db,
+      dialect,
+      dataDir,
+      databaseUrl: null,
+      cleanup: async () => (await db.close(), removeDir()),
+    };
+  }
+  if (POSTGRES_URL) {
+    const name = `coffer_test_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    await admin.end();
+    const url = new URL(POSTGRES_URL);
+    url.pathname = `/${name}`;
+    const db = await openDatabase({ kind: 'postgres', url: url.toString(), maxConnections: 10 });
+    await migrateToLatest(db);
+    return {
+      db,
+      dialect,
+      dataDir,
+      databaseUrl: url.toString(),
+      cleanup: async () => {
+        await db.close();
+        const drop = new pg.Client({ connectionString: POSTGRES_URL });
+        await drop.connect();
+        await drop.query(`drop database if exists ${name} with (force)`);
+        await drop.end();
+        removeDir();
+      },
+    };
+  }
+  const pglite = new PGlite();
+  const db = await openDatabase({
+    kind: 'postgres-dialect',
+    dialect: new PGliteDialect(pglite),
+    close: () => pglite.close(),
+  });
+  await migrateToLatest(db);
+  return {
+    db,
+    dialect,
+    dataDir,
+    databaseUrl: null,
+    cleanup: async () => (await db.close(), removeDir()),
+  };
+}

@@ -1,0 +1,45 @@
+// Bundles each package's entry point with esbuild (type checking is `npm run check`).
+// Workspace packages are bundled in; registry dependencies stay external.
+import { build } from 'esbuild';
+import { existsSync, readFileSync } from 'node:fs';
+
+const root = new URL('..', import.meta.url).pathname;
+const pkg = (dir) => JSON.parse(readFileSync(`${root}packages/${dir}/package.json`, 'utf8'));
+const externalsOf = (dir) =>
+  Object.keys(pkg(dir).dependencies ?? {}).filter((name) => !name.startsWith('@coffer/'));
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  conditions: ['development'],
+  sourcemap: true,
+  logLevel: 'warning',
+  banner: {
+    js: "import { createRequire as __cofferRequire } from 'node:module'; const require = __cofferRequire(import.meta.url);",
+  },
+};
+
+const targets = [
+  { dir: 'sdk', entry: 'src/index.ts', out: 'dist/index.js', platform: 'neutral' },
+  { dir: 'server', entry: 'src/main.ts', out: 'dist/main.js' },
+  { dir: 'cli', entry: 'src/main.ts', out: 'dist/coffer.js', shebang: true },
+];
+
+await Promise.all(
+  targets
+    .filter((t) => existsSync(`${root}packages/${t.dir}/${t.entry}`))
+    .map((t) =>
+      build({
+        ...common,
+        ...(t.platform === 'neutral'
+          ? { platform: 'neutral', banner: {}, mainFields: ['module', 'main'] }
+          : {}),
+        entryPoints: [`${root}packages/${t.dir}/${t.entry}`],
+        outfile: `${root}packages/${t.dir}/${t.out}`,
+        external: [...externalsOf(t.dir), ...(t.dir === 'cli' ? externalsOf('sdk') : [])],
+        ...(t.shebang ? { banner: { js: `#!/usr/bin/env node\n${common.banner.js}` } } : {}),
+      }),
+    ),
+);
