@@ -12,6 +12,7 @@ import { MemoryRateLimitStore, type RateLimitStore } from './http/rate-limit.js'
 import { ErrorEnvelope } from './http/schemas.js';
 import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
+import { V1_DOMAINS } from './domains/index.js';
 
 export interface AppDeps {
   config: Config;
@@ -122,15 +123,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(docsRoutes, context);
   await app.register(
     async (v1) => {
-      for (const domain of await loadDomains()) await v1.register(domain, context);
+      for (const domain of V1_DOMAINS) await v1.register(domain, context);
     },
     { prefix: '/v1' },
   );
 
   return app;
-}
-
-/** The `/v1` domains. Each is a Fastify plugin taking the `AppContext`. */
-async function loadDomains() {
-  return [] as Array<(app: FastifyInstance, ctx: AppContext) => Promise<void>>;
 }

@@ -1,0 +1,2 @@
+// @coffer/sdk: the typed API client and all client-side crypto (Node and browsers).
+export * from './crypto/index.js';
