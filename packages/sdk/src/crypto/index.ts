@@ -1,0 +1,77 @@
+export { ready } from './sodium.js';
+export { CryptoError, isCryptoError, type CryptoErrorCode } from './errors.js';
+export { encodeParts, fromBase64url, toBase64url } from './encoding.js';
+export { hkdfSha256, hmacSha256 } from './hkdf.js';
+export {
+  KDF_SALT_PATTERN,
+  KEY_32_PATTERN,
+  SEALED_KEY_PATTERN,
+  SIGNATURE_PATTERN,
+  base64urlPattern,
+} from './patterns.js';
+export {
+  DEFAULT_KDF_PARAMS,
+  KDF_SALT_BYTES,
+  MAX_KDF_PARAMS,
+  MIN_KDF_PARAMS,
+  assertKdfParamsStrength,
+  deriveMasterKey,
+  derivePasswordKeys,
+  generateKdfParams,
+  validateKdfParams,
+  type KdfParams,
+  type PasswordKeys,
+} from './password.js';
+export {
+  WRAPPED_PRIVATE_KEYS_PATTERN,
+  generateUserKeys,
+  unwrapPrivateKeys,
+  wrapPrivateKeys,
+  type KeyPair,
+  type UserKeys,
+  type WrapContext,
+} from './user-keys.js';
+export {
+  RECOVERY_KEY_BYTES,
+  deriveRecoveryKeys,
+  formatRecoveryKey,
+  generateRecoveryKey,
+  parseRecoveryKey,
+  type RecoveryKeys,
+} from './recovery.js';
+export { fingerprint } from './fingerprint.js';
+export { PROJECT_KEY_BYTES, deriveEnvironmentKey, generateProjectKey } from './vault.js';
+export {
+  MAX_SECRET_ENVELOPE_LENGTH,
+  MAX_SECRET_VALUE_BYTES,
+  SECRET_ENVELOPE_PATTERN,
+  decryptSecretValue,
+  encryptSecretValue,
+  parseEnvelope,
+  type DecryptSecretValueInput,
+  type EncryptSecretValueInput,
+  type ParsedEnvelope,
+  type SecretBinding,
+} from './envelope.js';
+export {
+  createGrant,
+  openGrant,
+  verifyGrantSignature,
+  type CreateGrantInput,
+  type Grant,
+  type GrantExpectation,
+  type GrantKind,
+  type OpenGrantOptions,
+} from './grant.js';
+export {
+  BEARER_PATTERN,
+  TOKEN_PREFIXES,
+  generateBearer,
+  generateTokenCredential,
+  hashBearer,
+  isWellFormedBearer,
+  parseCredential,
+  tokenKeyPairFromKeyPart,
+  type TokenCredential,
+  type TokenPrefix,
+} from './token.js';

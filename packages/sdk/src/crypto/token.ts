@@ -1,0 +1,116 @@
+import { fromBase64url, toBase64url, utf8Encode } from './encoding.js';
+import { CryptoError } from './errors.js';
+import type { KeyPair } from './user-keys.js';
+import { randomBytes, sodium } from './sodium.js';
+
+/** Bearer prefixes: `cek_` for API keys, `ci_` for CI tokens. */
+export const TOKEN_PREFIXES = Object.freeze({ apiKey: 'cek_', ci: 'ci_' } as const);
+export type TokenPrefix = (typeof TOKEN_PREFIXES)[keyof typeof TOKEN_PREFIXES];
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const RANDOM_CHARS = 30;
+const CHECKSUM_CHARS = 6;
+const KEY_PART_BYTES = 32;
+
+/** Shape of a bearer token (checksum not included; use isWellFormedBearer). */
+export const BEARER_PATTERN = /^(?:cek_|ci_)[0-9A-Za-z]{36}$/;
+
+let crcTable: Uint32Array | undefined;
+
+/** CRC-32 (IEEE 802.3, reflected, as in zlib). A typo/scanner check, not a security primitive. */
+export function crc32(bytes: Uint8Array): number {
+  if (crcTable === undefined) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let crc = 0xffffffff;
+  for (const byte of bytes) crc = crcTable[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** Base62, most significant digit first, left-padded with '0' to 6 characters. */
+function base62Checksum(value: number): string {
+  let out = '';
+  for (let i = 0; i < CHECKSUM_CHARS; i++) {
+    out = BASE62[value % 62]! + out;
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
+
+function isTokenPrefix(prefix: string): prefix is TokenPrefix {
+  return prefix === TOKEN_PREFIXES.apiKey || prefix === TOKEN_PREFIXES.ci;
+}
+
+/** prefix + body (30 base62 characters) + base62(CRC-32(prefix + body)). */
+export function composeBearer(prefix: TokenPrefix, body: string): string {
+  if (!isTokenPrefix(prefix)) throw new CryptoError('invalid_input', 'unknown token prefix');
+  if (!/^[0-9A-Za-z]{30}$/.test(body)) {
+    throw new CryptoError('invalid_input', 'bearer body must be 30 base62 characters');
+  }
+  return prefix + body + base62Checksum(crc32(utf8Encode(prefix + body)));
+}
+
+export function generateBearer(prefix: TokenPrefix): string {
+  const lib = sodium();
+  let body = '';
+  for (let i = 0; i < RANDOM_CHARS; i++) body += BASE62[lib.randombytes_uniform(62)];
+  return composeBearer(prefix, body);
+}
+
+/** Checks prefix, charset, length and checksum. Says nothing about validity on a server. */
+export function isWellFormedBearer(token: string): boolean {
+  if (typeof token !== 'string' || !BEARER_PATTERN.test(token)) return false;
+  const prefix = token.startsWith(TOKEN_PREFIXES.ci) ? TOKEN_PREFIXES.ci : TOKEN_PREFIXES.apiKey;
+  const body = token.slice(prefix.length, prefix.length + RANDOM_CHARS);
+  return composeBearer(prefix, body) === token;
+}
+
+/** The token's X25519 key pair, derived from the 32-byte seed in the key part. */
+export function tokenKeyPairFromKeyPart(keyPart: string): KeyPair {
+  const seed = fromBase64url(keyPart, { code: 'invalid_credential', length: KEY_PART_BYTES });
+  const lib = sodium();
+  const pair = lib.crypto_box_seed_keypair(seed);
+  lib.memzero(seed);
+  return { publicKey: pair.publicKey, secretKey: pair.privateKey };
+}
+
+export interface TokenCredential {
+  /** what the SDK and CLI send as `Authorization: Bearer …` */
+  bearer: string;
+  /** base64url 32-byte seed; never sent to the server */
+  keyPart: string;
+  /** `<bearer>.<keyPart>`, shown to the user once */
+  credential: string;
+  /** X25519 public key (base64url) the server stores and grants are sealed to */
+  publicKey: string;
+}
+
+export function generateTokenCredential(prefix: TokenPrefix): TokenCredential {
+  const bearer = generateBearer(prefix);
+  const keyPart = toBase64url(randomBytes(KEY_PART_BYTES));
+  const { publicKey } = tokenKeyPairFromKeyPart(keyPart);
+  return { bearer, keyPart, credential: `${bearer}.${keyPart}`, publicKey: toBase64url(publicKey) };
+}
+
+/** Splits `<bearer>.<keyPart>`; surrounding whitespace is ignored. Throws `invalid_credential`. */
+export function parseCredential(credential: string): { bearer: string; keyPart: string } {
+  if (typeof credential !== 'string') throw new CryptoError('invalid_credential');
+  const parts = credential.trim().split('.');
+  if (parts.length !== 2) throw new CryptoError('invalid_credential');
+  const [bearer, keyPart] = parts as [string, string];
+  if (!isWellFormedBearer(bearer)) throw new CryptoError('invalid_credential');
+  fromBase64url(keyPart, { code: 'invalid_credential', length: KEY_PART_BYTES });
+  return { bearer, keyPart };
+}
+
+/** Lowercase hex SHA-256 of the bearer (UTF-8): what the server stores and looks up. */
+export function hashBearer(bearer: string): string {
+  if (typeof bearer !== 'string') throw new CryptoError('invalid_input', 'bearer must be a string');
+  const lib = sodium();
+  return lib.to_hex(lib.crypto_hash_sha256(utf8Encode(bearer)));
+}

@@ -1,0 +1,388 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { before, describe, test } from 'node:test';
+import {
+  createGrant,
+  decryptSecretValue,
+  deriveEnvironmentKey,
+  deriveMasterKey,
+  derivePasswordKeys,
+  deriveRecoveryKeys,
+  encodeParts,
+  encryptSecretValue,
+  fingerprint,
+  formatRecoveryKey,
+  fromBase64url,
+  hashBearer,
+  hkdfSha256,
+  isWellFormedBearer,
+  openGrant,
+  parseCredential,
+  parseEnvelope,
+  parseRecoveryKey,
+  ready,
+  toBase64url,
+  tokenKeyPairFromKeyPart,
+  unwrapPrivateKeys,
+  wrapPrivateKeys,
+  type Grant,
+  type KdfParams,
+  type TokenPrefix,
+  type WrapContext,
+} from '../src/crypto/index.js';
+import { bytesToHex, hexToBytes, utf8Encode } from '../src/crypto/encoding.js';
+import { hkdfExtract } from '../src/crypto/hkdf.js';
+import { composeBearer, crc32 } from '../src/crypto/token.js';
+import { userKeysFromSecretKeys } from '../src/crypto/user-keys.js';
+import { buildVectors, type VectorPart } from './vectors/generate.js';
+
+function load<T>(file: string): T {
+  return JSON.parse(readFileSync(new URL(`./vectors/${file}`, import.meta.url), 'utf8')) as T;
+}
+
+const b = (text: string): Uint8Array => fromBase64url(text);
+
+before(ready);
+
+describe('HKDF-SHA-256', () => {
+  // Expected values copied from RFC 5869 appendix A, independent of the vector file.
+  const rfc = [
+    {
+      prk: '077709362c2e32df0ddc3f0dc47bba6390b6c73bb50f9c3122ec844ad7c2b3e5',
+      okm: '3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865',
+    },
+    {
+      prk: '06a6b88c5853361a06104c9ceb35b45cef760014904671014a193f40c15fc244',
+      okm:
+        'b11e398dc80327a1c8e7f78c596a49344f012eda2d4efad8a050cc4c19afa97c' +
+        '59045a99cac7827271cb41c65e590e09da3275600c2f09b8367793a9aca3db71' +
+        'cc30c58179ec3e87c14c01d5c1f3434f1d87',
+    },
+    {
+      prk: '19ef24a32c717b167f33a91d6f648bdf96596776afdb6377ac434c1c293ccb04',
+      okm: '8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8',
+    },
+  ];
+
+  interface RfcCase {
+    name: string;
+    ikm_hex: string;
+    salt_hex: string;
+    info_hex: string;
+    length: number;
+    prk_hex: string;
+    okm_hex: string;
+  }
+  const file = load<{
+    rfc5869: RfcCase[];
+    coffer: { ikm: string; info_parts: string[]; length: number; okm: string }[];
+  }>('hkdf.json');
+
+  test('matches RFC 5869 test cases 1 to 3', () => {
+    assert.equal(file.rfc5869.length, 3);
+    file.rfc5869.forEach((vector, index) => {
+      const ikm = hexToBytes(vector.ikm_hex);
+      const salt = hexToBytes(vector.salt_hex);
+      const info = hexToBytes(vector.info_hex);
+      assert.equal(bytesToHex(hkdfExtract(salt, ikm)), rfc[index]!.prk, vector.name);
+      assert.equal(
+        bytesToHex(hkdfSha256(ikm, salt, info, vector.length)),
+        rfc[index]!.okm,
+        vector.name,
+      );
+      assert.equal(vector.prk_hex, rfc[index]!.prk);
+      assert.equal(vector.okm_hex, rfc[index]!.okm);
+    });
+  });
+
+  test('coffer subkey vectors', () => {
+    for (const vector of file.coffer) {
+      const okm = hkdfSha256(
+        b(vector.ikm),
+        new Uint8Array(0),
+        encodeParts(vector.info_parts),
+        vector.length,
+      );
+      assert.equal(toBase64url(okm), vector.okm);
+    }
+  });
+});
+
+test('encodeParts vectors', () => {
+  const file = load<{ vectors: { name: string; parts: VectorPart[]; encoded: string }[] }>(
+    'encoding.json',
+  );
+  for (const vector of file.vectors) {
+    const parts = vector.parts.map((part) => (typeof part === 'string' ? part : b(part.base64url)));
+    assert.equal(toBase64url(encodeParts(parts)), vector.encoded, vector.name);
+  }
+  // The framing itself, spelled out: 4-byte big-endian length, then UTF-8.
+  assert.deepEqual([...encodeParts(['é'])], [0, 0, 0, 2, 0xc3, 0xa9]);
+});
+
+test('password vectors (Argon2id + HKDF)', () => {
+  const file = load<{
+    vectors: {
+      name: string;
+      password: string;
+      params: KdfParams;
+      master_key: string;
+      auth_key: string;
+      wrap_key: string;
+    }[];
+  }>('password.json');
+  for (const vector of file.vectors) {
+    assert.equal(
+      toBase64url(deriveMasterKey(vector.password, vector.params)),
+      vector.master_key,
+      vector.name,
+    );
+    const keys = derivePasswordKeys(vector.password, vector.params);
+    assert.equal(keys.authKey, vector.auth_key, vector.name);
+    assert.equal(toBase64url(keys.wrapKey), vector.wrap_key, vector.name);
+  }
+  const unicode = file.vectors.find((vector) => vector.name.startsWith('unicode'))!;
+  assert.notEqual(unicode.password, unicode.password.normalize('NFC'));
+  assert.equal(
+    derivePasswordKeys(unicode.password.normalize('NFC'), unicode.params).authKey,
+    unicode.auth_key,
+  );
+});
+
+test('user key wrapping and fingerprint vectors', () => {
+  const file = load<{
+    keys: {
+      x25519_secret_key: string;
+      x25519_public_key: string;
+      ed25519_secret_key: string;
+      ed25519_public_key: string;
+      fingerprint: string;
+    };
+    wrapped: {
+      context: WrapContext;
+      wrap_key: string;
+      nonce: string;
+      associated_data: string;
+      wrapped: string;
+    }[];
+  }>('user-keys.json');
+  const keys = userKeysFromSecretKeys(
+    b(file.keys.x25519_secret_key),
+    b(file.keys.ed25519_secret_key),
+  );
+  assert.equal(toBase64url(keys.encryption.publicKey), file.keys.x25519_public_key);
+  assert.equal(toBase64url(keys.signing.publicKey), file.keys.ed25519_public_key);
+  assert.equal(
+    fingerprint(keys.encryption.publicKey, keys.signing.publicKey),
+    file.keys.fingerprint,
+  );
+  assert.equal(
+    fingerprint(file.keys.x25519_public_key, file.keys.ed25519_public_key),
+    file.keys.fingerprint,
+  );
+  for (const vector of file.wrapped) {
+    assert.equal(
+      toBase64url(encodeParts(['coffer/v1/user-private-keys', vector.context])),
+      vector.associated_data,
+    );
+    const wrapped = wrapPrivateKeys(keys, b(vector.wrap_key), vector.context, {
+      nonce: b(vector.nonce),
+    });
+    assert.equal(wrapped, vector.wrapped);
+    const unwrapped = unwrapPrivateKeys(vector.wrapped, b(vector.wrap_key), vector.context);
+    assert.deepEqual(unwrapped, keys);
+  }
+});
+
+test('recovery key vectors', () => {
+  const file = load<{
+    vectors: { name: string; key: string; text: string; auth_key: string; wrap_key: string }[];
+  }>('recovery-key.json');
+  for (const vector of file.vectors) {
+    assert.equal(formatRecoveryKey(b(vector.key)), vector.text, vector.name);
+    assert.match(vector.text, /^CRK(-[0-9A-HJKMNP-TV-Z]{4}){13}-[0-9A-HJKMNP-TV-Z]{3}$/);
+    assert.equal(toBase64url(parseRecoveryKey(vector.text)), vector.key, vector.name);
+    const derived = deriveRecoveryKeys(b(vector.key));
+    assert.equal(derived.authKey, vector.auth_key, vector.name);
+    assert.equal(toBase64url(derived.wrapKey), vector.wrap_key, vector.name);
+  }
+});
+
+test('environment key vectors', () => {
+  const file = load<{
+    vectors: {
+      project_key: string;
+      project_id: string;
+      environment_id: string;
+      epoch: number;
+      environment_key: string;
+    }[];
+  }>('environment-key.json');
+  for (const vector of file.vectors) {
+    const key = deriveEnvironmentKey(
+      b(vector.project_key),
+      vector.project_id,
+      vector.environment_id,
+      vector.epoch,
+    );
+    assert.equal(toBase64url(key), vector.environment_key);
+  }
+  assert.equal(
+    new Set(file.vectors.map((vector) => vector.environment_key)).size,
+    file.vectors.length,
+  );
+});
+
+test('secret envelope vectors', () => {
+  const file = load<{
+    vectors: {
+      name: string;
+      environment_key: string;
+      project_id: string;
+      environment_id: string;
+      secret_name: string;
+      epoch: number;
+      nonce: string;
+      value: string;
+      associated_data: string;
+      envelope: string;
+    }[];
+    invalid: { name: string; envelope: string; error: string }[];
+  }>('envelope.json');
+  for (const vector of file.vectors) {
+    const binding = {
+      environmentKey: b(vector.environment_key),
+      projectId: vector.project_id,
+      environmentId: vector.environment_id,
+      name: vector.secret_name,
+      epoch: vector.epoch,
+    };
+    assert.equal(
+      toBase64url(
+        encodeParts([
+          'coffer/v1/secret-value',
+          vector.project_id,
+          vector.environment_id,
+          vector.secret_name,
+          String(vector.epoch),
+        ]),
+      ),
+      vector.associated_data,
+    );
+    assert.equal(
+      encryptSecretValue({ ...binding, value: vector.value }, { nonce: b(vector.nonce) }),
+      vector.envelope,
+    );
+    assert.equal(decryptSecretValue({ ...binding, envelope: vector.envelope }), vector.value);
+    const parsed = parseEnvelope(vector.envelope);
+    assert.equal(parsed.epoch, vector.epoch);
+    assert.equal(toBase64url(parsed.nonce), vector.nonce);
+    assert.equal(parsed.ciphertext.length, utf8Encode(vector.value).length + 16);
+  }
+  for (const vector of file.invalid) {
+    assert.throws(
+      () => parseEnvelope(vector.envelope),
+      { name: 'CryptoError', code: vector.error },
+      vector.name,
+    );
+  }
+});
+
+test('grant vectors', () => {
+  const file = load<{
+    recipient: { x25519_public_key: string; x25519_secret_key: string };
+    granter: { ed25519_public_key: string; ed25519_secret_key: string };
+    vectors: { key: string; ephemeral_seed: string; signed_message: string; grant: Grant }[];
+  }>('grant.json');
+  for (const vector of file.vectors) {
+    const { grant } = vector;
+    const remade = createGrant(
+      {
+        key: b(vector.key),
+        kind: grant.kind,
+        projectId: grant.project_id,
+        epoch: grant.epoch,
+        environmentId: grant.environment_id,
+        recipientId: grant.recipient_id,
+        recipientPublicKey: file.recipient.x25519_public_key,
+        granterId: grant.granter_id,
+        granterSigningSecretKey: b(file.granter.ed25519_secret_key),
+      },
+      { ephemeralSeed: b(vector.ephemeral_seed) },
+    );
+    assert.deepEqual(remade, grant);
+    const message = encodeParts([
+      'coffer/v1/grant',
+      grant.kind,
+      grant.project_id,
+      String(grant.epoch),
+      grant.environment_id ?? '',
+      grant.recipient_id,
+      b(file.recipient.x25519_public_key),
+      b(grant.sealed_key),
+      grant.granter_id,
+    ]);
+    assert.equal(toBase64url(message), vector.signed_message);
+    const opened = openGrant(grant, {
+      recipientPublicKey: file.recipient.x25519_public_key,
+      recipientSecretKey: b(file.recipient.x25519_secret_key),
+      granterSigningPublicKey: file.granter.ed25519_public_key,
+      expected: {
+        projectId: grant.project_id,
+        epoch: grant.epoch,
+        kind: grant.kind,
+        environmentId: grant.environment_id,
+        recipientId: grant.recipient_id,
+      },
+    });
+    assert.equal(toBase64url(opened), vector.key);
+  }
+});
+
+test('token vectors', () => {
+  const file = load<{
+    crc32: { input: string; crc32: number }[];
+    bearers: {
+      prefix: TokenPrefix;
+      body: string;
+      crc32: number;
+      bearer: string;
+      sha256_hex: string;
+    }[];
+    key_part: {
+      key_part: string;
+      x25519_public_key: string;
+      x25519_secret_key: string;
+      credential: string;
+    };
+    invalid_bearers: { name: string; bearer: string }[];
+  }>('token.json');
+  assert.equal(crc32(utf8Encode('123456789')), 0xcbf43926); // the standard CRC-32 check value
+  for (const vector of file.crc32) assert.equal(crc32(utf8Encode(vector.input)), vector.crc32);
+  for (const vector of file.bearers) {
+    assert.equal(crc32(utf8Encode(vector.prefix + vector.body)), vector.crc32);
+    assert.equal(composeBearer(vector.prefix, vector.body), vector.bearer);
+    assert.equal(isWellFormedBearer(vector.bearer), true);
+    assert.equal(hashBearer(vector.bearer), vector.sha256_hex);
+  }
+  const pair = tokenKeyPairFromKeyPart(file.key_part.key_part);
+  assert.equal(toBase64url(pair.publicKey), file.key_part.x25519_public_key);
+  assert.equal(toBase64url(pair.secretKey), file.key_part.x25519_secret_key);
+  assert.deepEqual(parseCredential(file.key_part.credential), {
+    bearer: file.bearers[0]!.bearer,
+    keyPart: file.key_part.key_part,
+  });
+  for (const vector of file.invalid_bearers) {
+    assert.equal(isWellFormedBearer(vector.bearer), false, vector.name);
+    assert.throws(() => parseCredential(`${vector.bearer}.${file.key_part.key_part}`), {
+      code: 'invalid_credential',
+    });
+  }
+});
+
+test('committed vector files equal what generate.ts produces', async () => {
+  const built = await buildVectors();
+  for (const [name, content] of Object.entries(built)) {
+    assert.deepEqual(load(name), JSON.parse(JSON.stringify(content)), name);
+  }
+});
