@@ -29,6 +29,7 @@ export function fingerprint(
       publicKeyBytes(encryptionPublicKey),
       publicKeyBytes(signingPublicKey),
     ]),
+    null,
   );
   const hex = lib.to_hex(digest.subarray(0, 20)).toUpperCase();
   return (hex.match(/.{8}/g) ?? []).join(' ');

@@ -101,6 +101,7 @@ function seal(
   const nonce = lib.crypto_generichash(
     lib.crypto_box_NONCEBYTES,
     concatBytes(ephemeral.publicKey, recipientPublicKey),
+    null,
   );
   const boxed = lib.crypto_box_easy(message, nonce, recipientPublicKey, ephemeral.privateKey);
   lib.memzero(ephemeral.privateKey);

@@ -20,7 +20,7 @@ const DECODE: ReadonlyMap<string, number> = new Map([
 
 /** First 2 bytes of BLAKE2b-256(key); libsodium's BLAKE2b has a 16-byte minimum output. */
 function checksum(key: Uint8Array): Uint8Array {
-  return sodium().crypto_generichash(32, key).slice(0, CHECKSUM_BYTES);
+  return sodium().crypto_generichash(32, key, null).slice(0, CHECKSUM_BYTES);
 }
 
 function base32Encode(bytes: Uint8Array): string {

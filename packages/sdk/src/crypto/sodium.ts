@@ -10,36 +10,14 @@ interface HmacSha256Streaming {
 
 export type Sodium = typeof LibsodiumModule & HmacSha256Streaming;
 
-interface NodeModuleBuiltin {
-  createRequire(url: string): (id: string) => unknown;
-}
-
-interface ProcessWithBuiltins {
-  getBuiltinModule?: (id: string) => unknown;
-}
-
 let instance: Sodium | undefined;
 let loading: Promise<void> | undefined;
 
 /**
- * Loads libsodium.
- *
- * libsodium-wrappers-sumo 0.7.16's ESM entry (the "import" export condition)
- * does `import "./libsodium-sumo.mjs"`, a file that ships in the separate
- * `libsodium-sumo` package, so a plain `import` fails with ERR_MODULE_NOT_FOUND
- * in Node (jedisct1/libsodium.js#355, #360). The CommonJS build is intact.
- * In Node (>= 20.16) we therefore reach `createRequire` through
- * `process.getBuiltinModule`, which needs no `node:` import, so browser
- * bundlers never see it. Everywhere else we use the ESM entry: a bundler
- * using 0.7.16 must alias `libsodium-wrappers-sumo` to its CommonJS file (see
- * CRYPTO.md); from 0.8 on the ESM entry works unchanged.
+ * Loads libsodium. From 0.8 on, libsodium-wrappers-sumo's ESM entry works in
+ * Node and in bundlers alike (0.7.x imported a file its package did not ship).
  */
 async function importLibsodium(): Promise<Sodium> {
-  const process = (globalThis as { process?: ProcessWithBuiltins }).process;
-  const nodeModule = process?.getBuiltinModule?.('module') as NodeModuleBuiltin | undefined;
-  if (nodeModule !== undefined) {
-    return nodeModule.createRequire(import.meta.url)('libsodium-wrappers-sumo') as Sodium;
-  }
   const imported = (await import('libsodium-wrappers-sumo')) as unknown as Sodium & {
     default?: Sodium;
   };

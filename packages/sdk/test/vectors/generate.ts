@@ -34,7 +34,7 @@ import { userKeysFromSecretKeys } from '../../src/crypto/user-keys.js';
 
 /** Deterministic "random" input: BLAKE2b(label), 16..64 bytes. */
 function fixed(label: string, length: number): Uint8Array {
-  return sodium().crypto_generichash(length, `coffer test vector: ${label}`);
+  return sodium().crypto_generichash(length, `coffer test vector: ${label}`, null);
 }
 
 /** Bytes parts are written as { "base64url": ... } so JSON can hold both kinds. */
