@@ -1,0 +1,69 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** One load measurement: a warm-up run, then the measured run, same settings. */
+export interface LoadPlan {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  /** Request bodies, cycled through one per request. */
+  bodies?: string[];
+  connections: number;
+  warmupSeconds: number;
+  seconds: number;
+}
+
+export interface LoadResult {
+  requests: number;
+  durationSeconds: number;
+  /** Completed requests per second over the measured run. */
+  rps: number;
+  /** Latency percentiles in milliseconds. */
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  /** Response count per HTTP status. */
+  statuses: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  bytesPerRequest: number;
+}
+
+/**
+ * autocannon in a child process of its own (bench/load-worker.ts). One worker
+ * serves every measurement of a run, so the load generator is the same for
+ * the ceiling and for each scenario.
+ */
+export class LoadGenerator {
+  private readonly child: ChildProcess;
+
+  constructor() {
+    this.child = fork(fileURLToPath(new URL('../load-worker.ts', import.meta.url)), [], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  run(plan: LoadPlan): Promise<LoadResult> {
+    return new Promise((resolve, reject) => {
+      const onExit = (code: number | null) =>
+        reject(new Error(`load worker exited (code ${code}) during a measurement`));
+      this.child.once('exit', onExit);
+      this.child.once('message', (message: { result?: LoadResult; error?: string }) => {
+        this.child.off('exit', onExit);
+        if (message.result) resolve(message.result);
+        else reject(new Error(`load worker: ${message.error}`));
+      });
+      this.child.send({ plan });
+    });
+  }
+
+  close(): void {
+    this.child.kill();
+  }
+}

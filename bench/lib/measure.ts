@@ -1,0 +1,66 @@
+import type { LoadGenerator, LoadPlan, LoadResult } from './load.js';
+import { nowUs, type Window } from './profile.js';
+import type { ServerProcess } from './processes.js';
+
+export interface Timing {
+  connections: number;
+  warmupSeconds: number;
+  seconds: number;
+}
+
+/**
+ * Runs one load plan against a server while sampling its RSS every 250 ms.
+ * Returns the result, the largest RSS seen and the profile window of the run.
+ */
+export async function measureLoad(
+  load: LoadGenerator,
+  server: ServerProcess,
+  plan: Omit<LoadPlan, keyof Timing>,
+  timing: Timing,
+  label: string,
+): Promise<{ result: LoadResult; maxRssMiB: number; window: Window }> {
+  let maxRssMiB = server.rssMiB();
+  const sampler = setInterval(() => {
+    try {
+      maxRssMiB = Math.max(maxRssMiB, server.rssMiB());
+    } catch {
+      // the process is gone; the measurement reports the failure
+    }
+  }, 250);
+  const startUs = nowUs();
+  try {
+    const result = await load.run({ ...plan, ...timing });
+    // The profile window covers the measured run only, not the warm-up.
+    return {
+      result,
+      maxRssMiB,
+      window: { label, startUs: startUs + timing.warmupSeconds * 1e6, endUs: nowUs() },
+    };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** Runs `fn` `runs` times after `warmup` untimed runs; returns every duration in ms. */
+export async function timeRuns(
+  runs: number,
+  warmup: number,
+  fn: () => Promise<unknown>,
+): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const durations: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await fn();
+    durations.push(performance.now() - start);
+  }
+  return durations;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export const MB = (mib: number) => (mib * 1024 * 1024) / 1e6;

@@ -1,0 +1,75 @@
+/** Command-line options of `npm run bench -- [--quick] [--json] [--profile] [filter…]`. */
+export interface BenchOptions {
+  quick: boolean;
+  /** Print the JSON report on stdout (the table goes to stderr). */
+  json: boolean;
+  /** Run each Coffer server with `--cpu-prof` and print its top self-time functions. */
+  profile: boolean;
+  /** Scenario id substrings; empty runs everything. */
+  filters: string[];
+  /** Backends to run; `postgres` needs DATABASE_URL. */
+  backends: Array<'sqlite' | 'postgres'>;
+  /** Load measurement lengths. */
+  warmupSeconds: number;
+  seconds: number;
+  connections: number;
+  /** Runs of `coffer run -- true` (median reported). */
+  cliRuns: number;
+  logLevel: string;
+}
+
+export const USAGE = `npm run bench -- [options] [scenario-filter…]
+
+  --quick            short measurements (smoke check, figures not comparable)
+  --json             JSON report on stdout (the table goes to stderr)
+  --profile          CPU-profile each server under load; print top self-time functions
+  --backend=sqlite   only one backend (sqlite | postgres); postgres needs DATABASE_URL
+  --seconds=N        measured seconds per HTTP scenario (default 10, quick 3)
+  --log-level=L      server LOG_LEVEL (default info, the server's own default)
+
+Scenario filters are substrings of scenario ids, e.g. "list", "read", "rekey", "run".
+PostgreSQL + Redis run too when DATABASE_URL (and REDIS_URL) are set; the bench
+creates and drops its own database on that server.`;
+
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const flags = new Map<string, string>();
+  const filters: string[] = [];
+  for (const arg of argv) {
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      flags.set(eq > 0 ? arg.slice(2, eq) : arg.slice(2), eq > 0 ? arg.slice(eq + 1) : 'true');
+    } else filters.push(arg);
+  }
+  const known = new Set(['quick', 'json', 'profile', 'backend', 'seconds', 'log-level', 'help']);
+  for (const name of flags.keys())
+    if (!known.has(name)) throw new Error(`unknown option --${name}\n\n${USAGE}`);
+  if (flags.has('help')) {
+    console.error(USAGE);
+    process.exit(0);
+  }
+  const quick = flags.has('quick');
+  const backendFlag = flags.get('backend');
+  if (backendFlag && backendFlag !== 'sqlite' && backendFlag !== 'postgres')
+    throw new Error(`--backend must be sqlite or postgres`);
+  if (backendFlag === 'postgres' && !env.DATABASE_URL)
+    throw new Error('--backend=postgres needs DATABASE_URL');
+  const backends: BenchOptions['backends'] = backendFlag
+    ? [backendFlag as 'sqlite' | 'postgres']
+    : env.DATABASE_URL
+      ? ['sqlite', 'postgres']
+      : ['sqlite'];
+  const seconds = Number(flags.get('seconds') ?? (quick ? 3 : 10));
+  if (!Number.isFinite(seconds) || seconds < 1) throw new Error('--seconds must be ≥ 1');
+  return {
+    quick,
+    json: flags.has('json'),
+    profile: flags.has('profile'),
+    filters,
+    backends,
+    warmupSeconds: quick ? 1 : 3,
+    seconds,
+    connections: 50,
+    cliRuns: quick ? 5 : 20,
+    logLevel: flags.get('log-level') ?? 'info',
+  };
+}

@@ -1,0 +1,102 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A span of the run, in the monotonic microseconds V8 profiles use (process.hrtime). */
+export interface Window {
+  label: string;
+  startUs: number;
+  endUs: number;
+}
+
+export const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+interface CpuProfile {
+  nodes: Array<{
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+  }>;
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface HotSpot {
+  name: string;
+  /** Share of the window's samples spent in this function itself. */
+  selfShare: number;
+}
+
+export interface WindowProfile {
+  label: string;
+  samples: number;
+  functions: HotSpot[];
+  /** Self time grouped by package (`fastify`, `pino`, `node:internal`, `coffer`, …). */
+  modules: HotSpot[];
+}
+
+function moduleOf(url: string): string {
+  if (!url) return '(native/vm)';
+  if (url.startsWith('node:')) return 'node:internal';
+  const nm = url.lastIndexOf('/node_modules/');
+  if (nm >= 0) {
+    const rest = url.slice(nm + '/node_modules/'.length).split('/');
+    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+  }
+  if (url.includes('/packages/server/dist/')) return 'coffer server';
+  return url.replace(/^file:\/\//, '');
+}
+
+function top(counts: Map<string, number>, total: number, n: number): HotSpot[] {
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, count]) => ({ name, selfShare: count / total }));
+}
+
+/** Self time per function and per package inside each window, from a `--cpu-prof` file. */
+export function summariseProfile(file: string, windows: Window[], topN = 12): WindowProfile[] {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  return windows.map((w) => {
+    const byFunction = new Map<string, number>();
+    const byModule = new Map<string, number>();
+    let t = profile.startTime;
+    let total = 0;
+    for (let i = 0; i < profile.samples.length; i++) {
+      t += profile.timeDeltas[i]!;
+      if (t < w.startUs || t > w.endUs) continue;
+      const frame = nodes.get(profile.samples[i]!)!;
+      const file = frame.url.split('/').pop() ?? '';
+      const name = `${frame.functionName || '(anonymous)'} ${file ? `${file}:${frame.lineNumber + 1}` : ''}`;
+      byFunction.set(name, (byFunction.get(name) ?? 0) + 1);
+      const mod = frame.functionName === '(idle)' ? '(idle)' : moduleOf(frame.url);
+      byModule.set(mod, (byModule.get(mod) ?? 0) + 1);
+      total++;
+    }
+    return {
+      label: w.label,
+      samples: total,
+      functions: total ? top(byFunction, total, topN) : [],
+      modules: total ? top(byModule, total, 8) : [],
+    };
+  });
+}
+
+export function findProfile(dir: string): string | null {
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  return file ? join(dir, file) : null;
+}
+
+export function renderProfiles(backend: string, profiles: WindowProfile[]): string {
+  const pct = (x: number) => `${(x * 100).toFixed(1).padStart(5)}%`;
+  return profiles
+    .filter((p) => p.samples > 0)
+    .map((p) =>
+      [
+        `server CPU profile — ${p.label} (${backend}), ${p.samples} samples, self time:`,
+        '  by package: ' + p.modules.map((m) => `${m.name} ${pct(m.selfShare).trim()}`).join(', '),
+        ...p.functions.map((f) => `  ${pct(f.selfShare)}  ${f.name}`),
+      ].join('\n'),
+    )
+    .join('\n\n');
+}

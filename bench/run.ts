@@ -1,0 +1,288 @@
+// `npm run bench`: Coffer measured against the ceiling of its own stack, in one
+// run. See USAGE in lib/options.ts and the README section "Performance".
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../packages/server/src/config.js';
+import { loadTls } from '../packages/server/src/http/tls.js';
+import { describeMachine, prepareBackend, startCoffer, type Tls } from './lib/environment.js';
+import { LoadGenerator } from './lib/load.js';
+import { MB, measureLoad, type Timing } from './lib/measure.js';
+import { parseOptions } from './lib/options.js';
+import { findProfile, renderProfiles, summariseProfile, type Window } from './lib/profile.js';
+import { freePort, startProcess } from './lib/processes.js';
+import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
+import { createFixture } from './scenarios/fixture.js';
+import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS } from './scenarios/http.js';
+import { CLIENT_SCENARIOS } from './scenarios/client.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const options = parseOptions(process.argv.slice(2), process.env);
+// With --json, stdout carries only the JSON report.
+const say = (text: string) => (options.json ? process.stderr : process.stdout).write(`${text}\n`);
+const selected = (id: string) =>
+  options.filters.length === 0 || options.filters.some((f) => id.includes(f));
+
+const resultsDir = join(root, 'bench/results');
+mkdirSync(resultsDir, { recursive: true });
+// On the repository's disk, like a server's data directory (fsync must be real).
+const workDir = mkdtempSync(join(resultsDir, 'run-'));
+const machine = describeMachine(workDir);
+const timing: Timing = {
+  connections: options.connections,
+  warmupSeconds: options.warmupSeconds,
+  seconds: options.seconds,
+};
+const startedAt = new Date();
+
+say(
+  `Coffer benchmark${options.quick ? ' (--quick: smoke check, figures not comparable)' : ''}\n` +
+    `  ${machine.cpuCount} CPUs (${machine.cpuModel}), ${machine.memoryGB} GB, Node ${machine.node}, ` +
+    `data on ${machine.dataFilesystem}, load average ${machine.loadAverage.toFixed(2)}\n` +
+    `  autocannon in its own process, ${timing.connections} connections, ` +
+    `${timing.warmupSeconds} s warm-up + ${timing.seconds} s per HTTP scenario; server LOG_LEVEL=${options.logLevel}`,
+);
+if (machine.loadAverage > 0.5)
+  say('  warning: the machine is busy (load average > 0.5); figures will be low and noisy');
+if (machine.dataFilesystem === 'tmpfs')
+  say('  warning: the data directory is on tmpfs, so fsync costs nothing; write figures overstate');
+
+// One self-signed certificate (the server's own generator) for every server of the run.
+loadTls(loadConfig({ DATA_DIR: workDir }));
+const tls: Tls = { certFile: join(workDir, 'tls/cert.pem'), keyFile: join(workDir, 'tls/key.pem') };
+
+const load = new LoadGenerator();
+const rows: Row[] = [];
+const profiles: string[] = [];
+const push = (row: Row) => {
+  rows.push(row);
+  say(`  ${describe(row)}`);
+};
+
+function describe(row: Row): string {
+  if (row.kind === 'load') {
+    const r = row.result;
+    return `${row.title} [${row.backend}]: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${row.ratio !== null ? `, ${(row.ratio * 100).toFixed(1)}% of ceiling` : ''}`;
+  }
+  return `${row.title} [${row.backend}]: ${row.value.toFixed(row.unit === 's' ? 2 : 1)} ${row.unit} (${row.detail})`;
+}
+
+async function measureCeiling(plain: boolean): Promise<number> {
+  const server = await startProcess({
+    name: 'ceiling server',
+    args: ['--import', 'tsx', join(root, 'bench/ceiling-server.ts')],
+    env: {
+      PORT: String(await freePort()),
+      ...(plain ? {} : { CERT_FILE: tls.certFile, KEY_FILE: tls.keyFile }),
+    },
+    ready: /listening on (\S+)/,
+    logFile: join(workDir, 'ceiling.log'),
+  });
+  try {
+    const { result } = await measureLoad(
+      load,
+      server,
+      { url: `${server.url}/ceiling`, method: 'GET', headers: {} },
+      timing,
+      'ceiling',
+    );
+    push({
+      kind: 'load',
+      id: plain ? 'ceiling-http' : 'ceiling',
+      title: `ceiling: bare Fastify, tiny JSON${plain ? ' (plain HTTP)' : ''}`,
+      backend: plain ? 'http' : 'https',
+      result,
+      expectStatus: 200,
+      ratio: 1,
+      target: null,
+      pass: null,
+    });
+    return result.rps;
+  } finally {
+    await server.stop();
+  }
+}
+
+async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null): Promise<void> {
+  say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
+  const backend = await prepareBackend(name, workDir, process.env);
+  const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
+  const server = await startCoffer({
+    root,
+    backend,
+    tls,
+    logLevel: options.logLevel,
+    ...(profileDir ? { profileDir } : {}),
+  });
+  const windows: Window[] = [];
+  let maxLoadRssMiB = 0;
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    const freshRssMiB = server.rssMiB();
+    const fixture = await createFixture({ baseUrl: server.url, caFile: tls.certFile, say });
+    global.gc?.();
+    await new Promise((r) => setTimeout(r, 2000));
+    const idleRssMiB = server.rssMiB();
+
+    for (const scenario of HTTP_SCENARIOS) {
+      if (!selected(scenario.id)) continue;
+      const plan = scenario.plan(fixture, server.url);
+      if (!plan) {
+        say(`  ${scenario.title}: skipped (needs ${scenario.needs})`);
+        continue;
+      }
+      const { result, maxRssMiB, window } = await measureLoad(
+        load,
+        server,
+        plan,
+        timing,
+        scenario.title,
+      );
+      windows.push(window);
+      maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
+      push(
+        judge<LoadRow>(
+          {
+            kind: 'load',
+            id: scenario.id,
+            title: scenario.title,
+            backend: name,
+            result,
+            expectStatus: scenario.expectStatus,
+            ratio: ceilingRps ? result.rps / ceilingRps : null,
+            target: scenario.target,
+            pass: null,
+          },
+          ceilingRps,
+        ),
+      );
+    }
+
+    for (const scenario of CLIENT_SCENARIOS) {
+      if (!selected(scenario.id)) continue;
+      const row = await scenario.run({
+        fixture,
+        baseUrl: server.url,
+        caFile: tls.certFile,
+        root,
+        options,
+        say,
+      });
+      if (!row) {
+        say(`  ${scenario.title}: skipped (needs ${scenario.needs})`);
+        continue;
+      }
+      push(judge({ ...row, id: scenario.id, backend: name }, ceilingRps));
+    }
+
+    const rss = (id: string, title: string, mib: number, detail: string, target: Row['target']) =>
+      push(
+        judge(
+          {
+            kind: 'value',
+            id,
+            title,
+            backend: name,
+            value: MB(mib),
+            unit: 'MB',
+            detail,
+            target,
+            pass: null,
+          },
+          ceilingRps,
+        ),
+      );
+    rss('rss-fresh', 'server RSS, just started', freshRssMiB, 'VmRSS', null);
+    rss('rss-idle', 'server RSS, idle', idleRssMiB, 'VmRSS after setup', targets.rssIdle);
+    if (maxLoadRssMiB > 0)
+      rss(
+        'rss-load',
+        'server RSS, under load',
+        maxLoadRssMiB,
+        'max VmRSS (250 ms samples)',
+        targets.rssLoad,
+      );
+    rss('rss-peak', 'server RSS, peak of the run', server.peakRssMiB(), 'VmHWM, incl. setup', null);
+  } finally {
+    await server.stop();
+    await backend.dispose();
+  }
+  if (profileDir) {
+    const file = findProfile(profileDir);
+    if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
+  }
+}
+
+let exitCode = 0;
+try {
+  const httpSelected = [...HTTP_SCENARIOS, ...PLAIN_HTTP_SCENARIOS].some((s) => selected(s.id));
+  const ceilingRps = httpSelected || selected('ceiling') ? await measureCeiling(false) : null;
+  for (const backend of options.backends) await runBackend(backend, ceilingRps);
+  if (!options.quick && PLAIN_HTTP_SCENARIOS.some((s) => selected(s.id))) await runPlainHttp();
+} catch (err) {
+  exitCode = 1;
+  console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
+} finally {
+  load.close();
+}
+
+/** Behind a TLS-terminating proxy (TLS=off, TRUST_PROXY=true): what HTTPS costs, on SQLite. */
+async function runPlainHttp(): Promise<void> {
+  say('\nPlain HTTP (TLS=off behind a proxy), SQLite:');
+  const ceilingRps = await measureCeiling(true);
+  const backend = await prepareBackend('sqlite', join(workDir, 'plain'), process.env);
+  const server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
+  try {
+    const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
+    for (const scenario of PLAIN_HTTP_SCENARIOS) {
+      if (!selected(scenario.id)) continue;
+      const plan = scenario.plan(fixture, server.url);
+      if (!plan) continue;
+      const { result } = await measureLoad(load, server, plan, timing, scenario.title);
+      push(
+        judge<LoadRow>(
+          {
+            kind: 'load',
+            id: scenario.id,
+            title: scenario.title,
+            backend: 'sqlite, http',
+            result,
+            expectStatus: scenario.expectStatus,
+            ratio: result.rps / ceilingRps,
+            target: null,
+            pass: null,
+          },
+          ceilingRps,
+        ),
+      );
+    }
+  } finally {
+    await server.stop();
+    await backend.dispose();
+  }
+}
+
+const finishedAt = new Date();
+say(`\n${renderTables(rows)}`);
+if (profiles.length) say(`\n${profiles.join('\n\n')}`);
+const short = rows.filter((r) => r.pass === false);
+say(
+  `\n${rows.filter((r) => r.pass === true).length} targets met, ${short.length} short` +
+    `${short.length ? ` (${short.map((r) => `${r.title} [${r.backend}]`).join('; ')})` : ''}; ` +
+    `${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s.`,
+);
+
+const report = {
+  startedAt: startedAt.toISOString(),
+  finishedAt: finishedAt.toISOString(),
+  quick: options.quick,
+  machine,
+  timing,
+  serverLogLevel: options.logLevel,
+  rows: rows.map((r) => ({ ...r, target: r.target?.text ?? null })),
+};
+writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+if (exitCode === 0) rmSync(workDir, { recursive: true, force: true });
+else say(`server logs kept in ${workDir}`);
+process.exit(exitCode);
