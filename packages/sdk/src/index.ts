@@ -1,2 +1,3 @@
 // @coffer/sdk: the typed API client and all client-side crypto (Node and browsers).
 export * from './crypto/index.js';
+export * from './client/index.js';

@@ -26,6 +26,8 @@ export interface Config {
   readonly rekeyBodyLimitBytes: number;
   readonly signupPolicy: 'open' | 'invite';
   readonly invitationTtlDays: number;
+  /** The weakest Argon2id parameters sign-up and password change accept (OWASP floor by default). */
+  readonly kdfMinimum: { readonly opsLimit: number; readonly memLimitKib: number };
   readonly rateLimits: RateLimitConfig;
   readonly shutdownGraceMs: number;
 }
@@ -188,6 +190,10 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     ),
     signupPolicy: oneOf('SIGNUP_POLICY', ['open', 'invite'], 'open'),
     invitationTtlDays: int('INVITATION_TTL_DAYS', 7, 1, 365),
+    kdfMinimum: {
+      opsLimit: int('KDF_MIN_OPS', 2, 1, 16),
+      memLimitKib: int('KDF_MIN_MEM_KIB', 19456, 8, 1048576),
+    },
     rateLimits: {
       session: int('RATE_LIMIT_SESSION', 100, 1, 1_000_000),
       apiKey: int('RATE_LIMIT_API_KEY', 500, 1, 1_000_000),

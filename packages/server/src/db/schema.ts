@@ -17,6 +17,7 @@ export interface Database {
   ci_tokens: CiTokenTable;
   audit_events: AuditEventTable;
   outbox: OutboxTable;
+  server_settings: ServerSettingTable;
 }
 
 export interface UserTable {
@@ -186,4 +187,11 @@ export interface OutboxTable {
   last_error: string | null;
   created_at: string;
   sent_at: string | null;
+}
+
+/** Instance-wide settings shared by every server instance (migration 002). */
+export interface ServerSettingTable {
+  name: string;
+  value: string;
+  created_at: string;
 }

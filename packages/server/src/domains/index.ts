@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app.js';
+import { identityRoutes } from './identity/identity.routes.js';
 
 export type DomainRoutes = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
 
 /** The `/v1` domains, registered in this order under the `/v1` prefix. One line per domain. */
-export const V1_DOMAINS: DomainRoutes[] = [];
+export const V1_DOMAINS: DomainRoutes[] = [identityRoutes];

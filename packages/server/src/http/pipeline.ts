@@ -17,6 +17,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** `auth`: per-IP auth budget; `none`: not rate limited (health probes). */
     rateClass?: 'auth' | 'none';
+    /**
+     * A bad session cookie (expired, revoked, wrong Origin) counts as no
+     * credential instead of a 401, so logging in again is never blocked by a
+     * stale cookie. Bearer errors still refuse the request.
+     */
+    ignoreInvalidSession?: boolean;
   }
 }
 
@@ -99,9 +105,13 @@ export function registerPipeline(app: FastifyInstance, deps: PipelineDeps): void
       );
     }
 
-    if (resolution && 'error' in resolution)
-      throw new AppError(resolution.error, resolution.message);
-    request.principal = resolution?.principal ?? null;
+    if (resolution && 'error' in resolution) {
+      const staleCookie =
+        request.routeOptions.config?.ignoreInvalidSession === true &&
+        request.headers.authorization === undefined;
+      if (!staleCookie) throw new AppError(resolution.error, resolution.message);
+    }
+    request.principal = resolution && 'principal' in resolution ? resolution.principal : null;
   });
 }
 

@@ -39,6 +39,9 @@ const TEST_ENV = {
   RATE_LIMIT_CI_TOKEN: '100000',
   RATE_LIMIT_ANONYMOUS: '100000',
   RATE_LIMIT_AUTH: '100000',
+  // Cheap Argon2id for test users (support/users.ts); the production floor is tested explicitly.
+  KDF_MIN_OPS: '1',
+  KDF_MIN_MEM_KIB: '8192',
 };
 
 /**

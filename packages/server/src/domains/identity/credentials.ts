@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../app.js';
-import type { CredentialResolver, Resolution, Scopes } from '../../http/principal.js';
+import type { Db } from '../../db/database.js';
+import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
 
 /** SHA-256 hex of a bearer or session token: what the database stores instead of the token. */
 export const hashToken = (token: string): string =>
@@ -11,63 +12,209 @@ const INVALID: Resolution = {
   message: 'The credential is missing, invalid or revoked',
 };
 
-/** Resolves session cookies, API keys and CI tokens against the database. */
+const EXPIRED_MESSAGE: Record<Principal['kind'], string> = {
+  session: 'The session has expired; log in again',
+  api_key: 'The API key has expired',
+  ci_token: 'The CI token has expired',
+};
+
+const TABLE = { session: 'sessions', api_key: 'api_keys', ci_token: 'ci_tokens' } as const;
+
+/**
+ * How long a resolved credential is trusted without asking the database. A
+ * revocation, logout or password change on this instance takes effect at once
+ * (the service calls `forgetCredential` / `forgetSessionsOfUser`); on other
+ * instances it takes effect within this TTL.
+ */
+export const CREDENTIAL_CACHE_TTL_MS = 5_000;
+/** `last_used_at` is written at most this often per credential, not on every request. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+const MAX_CACHED_CREDENTIALS = 10_000;
+
+interface CachedCredential {
+  principal: Principal;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  loadedAt: number;
+}
+
+/** Resolved credentials by token hash. Only live credentials are cached, never failures. */
+class CredentialCache {
+  private readonly entries = new Map<string, CachedCredential>();
+
+  get(hash: string, nowMs: number): CachedCredential | undefined {
+    const entry = this.entries.get(hash);
+    if (!entry) return undefined;
+    if (nowMs - entry.loadedAt >= CREDENTIAL_CACHE_TTL_MS || nowMs < entry.loadedAt) {
+      this.entries.delete(hash);
+      return undefined;
+    }
+    return entry;
+  }
+
+  set(hash: string, entry: CachedCredential): void {
+    // Map keeps insertion order: dropping the first key evicts the oldest entry.
+    if (this.entries.size >= MAX_CACHED_CREDENTIALS) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(hash, entry);
+  }
+
+  forget(matches: (principal: Principal) => boolean): void {
+    for (const [hash, entry] of this.entries)
+      if (matches(entry.principal)) this.entries.delete(hash);
+  }
+}
+
+// One cache per database handle: the resolver and every service of an app share
+// it through `ctx.db`, and tests reach it through `testDb.db`.
+const caches = new WeakMap<Db, CredentialCache>();
+function cacheOf(db: Db): CredentialCache {
+  let cache = caches.get(db);
+  if (!cache) {
+    cache = new CredentialCache();
+    caches.set(db, cache);
+  }
+  return cache;
+}
+
+const credentialIdOf = (p: Principal) => (p.kind === 'session' ? p.sessionId : p.id);
+
+/** Call after revoking or deleting a session, API key or CI token (by its id). */
+export function forgetCredential(db: Db, credentialId: string): void {
+  cacheOf(db).forget((p) => credentialIdOf(p) === credentialId);
+}
+
+/** Call after ending a user's sessions (password change, recovery). */
+export function forgetSessionsOfUser(db: Db, userId: string): void {
+  cacheOf(db).forget((p) => p.kind === 'session' && p.userId === userId);
+}
+
+/** Drops every cached credential of this database (for code that edits credential rows in bulk). */
+export function forgetAllCredentials(db: Db): void {
+  cacheOf(db).forget(() => true);
+}
+
+/** Resolves session cookies, API keys and CI tokens, with a short-lived cache in front of the database. */
 export function credentialResolver(ctx: AppContext): CredentialResolver {
   const db = ctx.db.kysely;
+  const cache = cacheOf(ctx.db);
+
+  /** Turns a live credential into a resolution and records its use at most once a minute. */
+  async function use(entry: CachedCredential, now: Date): Promise<Resolution> {
+    const nowIso = now.toISOString();
+    if (entry.expiresAt !== null && entry.expiresAt <= nowIso) {
+      return { error: 'token_expired', message: EXPIRED_MESSAGE[entry.principal.kind] };
+    }
+    if (
+      entry.lastUsedAt === null ||
+      now.getTime() - Date.parse(entry.lastUsedAt) >= LAST_USED_RESOLUTION_MS
+    ) {
+      // Set before the write so concurrent requests on this credential do not all write.
+      entry.lastUsedAt = nowIso;
+      await db
+        .updateTable(TABLE[entry.principal.kind])
+        .set({ last_used_at: nowIso })
+        .where('id', '=', credentialIdOf(entry.principal))
+        .execute();
+    }
+    return { principal: entry.principal };
+  }
+
+  async function resolve(
+    hash: string,
+    now: Date,
+    load: (hash: string) => Promise<Omit<CachedCredential, 'loadedAt'> | null>,
+  ): Promise<Resolution> {
+    let entry = cache.get(hash, now.getTime());
+    if (!entry) {
+      const loaded = await load(hash);
+      if (!loaded) return INVALID;
+      entry = { ...loaded, loadedAt: now.getTime() };
+      cache.set(hash, entry);
+    }
+    return use(entry, now);
+  }
+
   return {
-    async resolveSession(token, now) {
-      const row = await db
-        .selectFrom('sessions')
-        .select(['id', 'user_id', 'expires_at'])
-        .where('token_hash', '=', hashToken(token))
-        .executeTakeFirst();
-      if (!row) return INVALID;
-      if (row.expires_at <= now.toISOString())
-        return { error: 'token_expired', message: 'The session has expired; log in again' };
-      return { principal: { kind: 'session', userId: row.user_id, sessionId: row.id } };
+    resolveSession(token, now) {
+      return resolve(hashToken(token), now, async (hash) => {
+        const row = await db
+          .selectFrom('sessions')
+          .select(['id', 'user_id', 'expires_at', 'last_used_at'])
+          .where('token_hash', '=', hash)
+          .executeTakeFirst();
+        if (!row) return null;
+        return {
+          principal: { kind: 'session', userId: row.user_id, sessionId: row.id },
+          expiresAt: row.expires_at,
+          lastUsedAt: row.last_used_at,
+        };
+      });
     },
 
     async resolveBearer(bearer, now) {
       const hash = hashToken(bearer);
       if (bearer.startsWith('cek_')) {
-        const key = await db
-          .selectFrom('api_keys')
-          .select(['id', 'project_id', 'created_by', 'role', 'scopes', 'expires_at', 'revoked_at'])
-          .where('token_hash', '=', hash)
-          .executeTakeFirst();
-        if (!key || key.revoked_at) return INVALID;
-        if (key.expires_at && key.expires_at <= now.toISOString()) {
-          return { error: 'token_expired', message: 'The API key has expired' };
-        }
-        return {
-          principal: {
-            kind: 'api_key',
-            id: key.id,
-            projectId: key.project_id,
-            userId: key.created_by,
-            role: key.role,
-            scopes: JSON.parse(key.scopes) as Scopes,
-          },
-        };
+        return resolve(hash, now, async () => {
+          const key = await db
+            .selectFrom('api_keys')
+            .select([
+              'id',
+              'project_id',
+              'created_by',
+              'role',
+              'scopes',
+              'expires_at',
+              'revoked_at',
+              'last_used_at',
+            ])
+            .where('token_hash', '=', hash)
+            .executeTakeFirst();
+          if (!key || key.revoked_at) return null;
+          return {
+            principal: {
+              kind: 'api_key',
+              id: key.id,
+              projectId: key.project_id,
+              userId: key.created_by,
+              role: key.role,
+              scopes: JSON.parse(key.scopes) as Scopes,
+            },
+            expiresAt: key.expires_at,
+            lastUsedAt: key.last_used_at,
+          };
+        });
       }
       if (bearer.startsWith('ci_')) {
-        const token = await db
-          .selectFrom('ci_tokens')
-          .select(['id', 'project_id', 'created_by', 'scopes', 'expires_at', 'revoked_at'])
-          .where('token_hash', '=', hash)
-          .executeTakeFirst();
-        if (!token || token.revoked_at) return INVALID;
-        if (token.expires_at <= now.toISOString())
-          return { error: 'token_expired', message: 'The CI token has expired' };
-        return {
-          principal: {
-            kind: 'ci_token',
-            id: token.id,
-            projectId: token.project_id,
-            userId: token.created_by,
-            scopes: JSON.parse(token.scopes) as Scopes,
-          },
-        };
+        return resolve(hash, now, async () => {
+          const token = await db
+            .selectFrom('ci_tokens')
+            .select([
+              'id',
+              'project_id',
+              'created_by',
+              'scopes',
+              'expires_at',
+              'revoked_at',
+              'last_used_at',
+            ])
+            .where('token_hash', '=', hash)
+            .executeTakeFirst();
+          if (!token || token.revoked_at) return null;
+          return {
+            principal: {
+              kind: 'ci_token',
+              id: token.id,
+              projectId: token.project_id,
+              userId: token.created_by,
+              scopes: JSON.parse(token.scopes) as Scopes,
+            },
+            expiresAt: token.expires_at,
+            lastUsedAt: token.last_used_at,
+          };
+        });
       }
       return INVALID;
     },

@@ -1,0 +1,294 @@
+import { CofferApiError, CofferNetworkError, type ApiErrorDetail } from './errors.js';
+
+export const SESSION_COOKIE = 'coffer_session';
+
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** How a client authenticates: a `cek_…`/`ci_…` bearer (never with its key part), or a session. */
+export type Credential =
+  | { bearer: string }
+  /** A session token from an earlier login (Node only; browsers keep the cookie themselves). */
+  | { session: string };
+
+export interface RetryOptions {
+  /** Attempts in total, the first included. Default 3. */
+  maxAttempts?: number;
+  /** The most the client waits across all retries of one request. Default 60 s. */
+  maxTotalWaitMs?: number;
+}
+
+export interface CofferClientOptions {
+  /** The server's base URL, e.g. `https://coffer.example.com`. `http://` only to localhost. */
+  baseUrl: string;
+  /** A `fetch` implementation (the CLI passes undici's, with its own CA). Default: global fetch. */
+  fetch?: typeof globalThis.fetch;
+  credential?: Credential;
+  retry?: RetryOptions;
+  /** How the client waits before a retry; injectable so tests control time. */
+  sleep?: (ms: number) => Promise<void>;
+  /** Sent as `User-Agent` where the platform allows (Node); shown in the session list. */
+  userAgent?: string;
+}
+
+export interface Pagination {
+  page: number;
+  per_page: number;
+  total: number;
+  total_pages: number;
+}
+
+export interface Page<T> {
+  data: T[];
+  pagination: Pagination;
+}
+
+export type QueryValue = string | number | boolean | undefined | null;
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Readonly<Record<string, QueryValue>>;
+  headers?: Readonly<Record<string, string>>;
+  signal?: AbortSignal;
+}
+
+const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+const UNSAFE = new Set<HttpMethod>(['POST', 'PUT', 'PATCH', 'DELETE']);
+const IDEMPOTENT = new Set<HttpMethod>(['GET', 'HEAD', 'PUT', 'DELETE']);
+const SAFE = new Set<HttpMethod>(['GET', 'HEAD']);
+
+/** Encodes every interpolated value as one path segment: apiPath`/v1/projects/${id}`. */
+export function apiPath(strings: TemplateStringsArray, ...values: (string | number)[]): string {
+  return strings.reduce(
+    (out, part, i) => out + part + (i < values.length ? encodeURIComponent(String(values[i])) : ''),
+    '',
+  );
+}
+
+/** Throws unless the URL is https, or http to this machine. */
+export function checkBaseUrl(baseUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(`Not a valid server URL: ${baseUrl}`);
+  }
+  if (url.protocol === 'https:') return url;
+  if (url.protocol === 'http:' && LOCAL_HOSTS.has(url.hostname)) return url;
+  throw new TypeError(
+    url.protocol === 'http:'
+      ? `Refusing plain http:// to ${url.hostname}: credentials and ciphertext must travel over https (http is allowed only to localhost)`
+      : `Unsupported protocol ${url.protocol} in server URL`,
+  );
+}
+
+const isBrowser = (): boolean =>
+  typeof (globalThis as { document?: unknown }).document !== 'undefined';
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+function retryAfterMs(header: string | null, nowMs: number): number | null {
+  if (header === null) return null;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? null : Math.max(0, date - nowMs);
+}
+
+/**
+ * The transport every domain of the SDK shares: base URL, credentials, the
+ * Form A envelope, typed errors and the 429 retry. Domain files (auth.ts,
+ * projects.ts, …) are functions that take a client and call `request` or
+ * `requestPage`.
+ */
+export class CofferClient {
+  readonly baseUrl: string;
+  private readonly origin: string;
+  private readonly fetchImpl: typeof globalThis.fetch;
+  private readonly retry: Required<RetryOptions>;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly userAgent: string | undefined;
+  private readonly browser = isBrowser();
+  private bearer: string | null = null;
+  private sessionToken: string | null = null;
+
+  constructor(options: CofferClientOptions) {
+    const url = checkBaseUrl(options.baseUrl);
+    this.baseUrl = url.toString().replace(/\/+$/, '');
+    this.origin = url.origin;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.retry = {
+      maxAttempts: Math.max(1, options.retry?.maxAttempts ?? 3),
+      maxTotalWaitMs: Math.max(0, options.retry?.maxTotalWaitMs ?? 60_000),
+    };
+    this.sleep = options.sleep ?? defaultSleep;
+    this.userAgent = options.userAgent;
+    if (options.credential && 'bearer' in options.credential)
+      this.setBearer(options.credential.bearer);
+    else if (options.credential) this.setSession(options.credential.session);
+  }
+
+  /** Authenticates with a bearer token from now on. Only the part before "." is ever accepted. */
+  setBearer(bearer: string | null): void {
+    if (bearer !== null && (bearer.includes('.') || !/^\S+$/.test(bearer))) {
+      throw new TypeError(
+        'Pass only the bearer part of a credential (before the "."); the key part must never be sent',
+      );
+    }
+    this.bearer = bearer;
+    if (bearer !== null) this.sessionToken = null;
+  }
+
+  /** The session token this client holds (Node), e.g. to store it between CLI runs. */
+  get session(): string | null {
+    return this.sessionToken;
+  }
+
+  setSession(token: string | null): void {
+    this.sessionToken = token;
+    if (token !== null) this.bearer = null;
+  }
+
+  /** Sends a request and returns the `data` of the response (undefined for 204). */
+  async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
+    const body = await this.send(method, path, options);
+    return (body as { data: T } | undefined)?.data as T;
+  }
+
+  /** Sends a request to a list endpoint and returns `{ data, pagination }`. */
+  async requestPage<T>(
+    method: HttpMethod,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<Page<T>> {
+    const body = (await this.send(method, path, options)) as Page<T>;
+    return { data: body.data, pagination: body.pagination };
+  }
+
+  private url(path: string, query: RequestOptions['query']): string {
+    if (!path.startsWith('/')) throw new TypeError(`API paths start with "/": ${path}`);
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query ?? {})) {
+      if (value !== undefined && value !== null) params.set(name, String(value));
+    }
+    const search = params.toString();
+    return `${this.baseUrl}${path}${search ? `?${search}` : ''}`;
+  }
+
+  private headers(method: HttpMethod, options: RequestOptions): Record<string, string> {
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (this.userAgent && !this.browser) headers['user-agent'] = this.userAgent;
+    if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
+    else if (this.sessionToken && !this.browser) {
+      headers.cookie = `${SESSION_COOKIE}=${this.sessionToken}`;
+      // What a browser would send; the server refuses cookie-authenticated changes without it.
+      if (UNSAFE.has(method)) headers.origin = this.origin;
+    }
+    return headers;
+  }
+
+  /** Keeps the session cookie the server sets or clears (Node; browsers do it themselves). */
+  private captureSession(response: Response): void {
+    if (this.browser) return;
+    const headers = response.headers as Headers & { getSetCookie?: () => string[] };
+    const cookies =
+      headers.getSetCookie?.() ??
+      (headers.get('set-cookie') ? [headers.get('set-cookie') as string] : []);
+    for (const cookie of cookies) {
+      const [pair = '', ...attributes] = cookie.split(';');
+      const eq = pair.indexOf('=');
+      if (eq < 0 || pair.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+      const value = pair.slice(eq + 1).trim();
+      const cleared = attributes.some((a) => /^\s*max-age\s*=\s*0\s*$/i.test(a));
+      this.sessionToken = value === '' || cleared ? null : value;
+      if (this.sessionToken) this.bearer = null;
+    }
+  }
+
+  private async send(method: HttpMethod, path: string, options: RequestOptions): Promise<unknown> {
+    const url = this.url(path, options.query);
+    const init: RequestInit = {
+      method,
+      headers: this.headers(method, options),
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(this.browser ? { credentials: 'include' as const } : {}),
+    };
+
+    let waited = 0;
+    for (let attempt = 1; ; attempt++) {
+      const canRetry = (delay: number) =>
+        attempt < this.retry.maxAttempts && waited + delay <= this.retry.maxTotalWaitMs;
+      let response: Response;
+      try {
+        response = await this.fetchImpl(url, init);
+      } catch (cause) {
+        // Only safe requests are repeated after a network failure: the server may
+        // have acted on a write whose answer was lost.
+        const delay = 250 * 2 ** (attempt - 1);
+        if (SAFE.has(method) && !options.signal?.aborted && canRetry(delay)) {
+          await this.sleep(delay);
+          waited += delay;
+          continue;
+        }
+        throw new CofferNetworkError(
+          `${method} ${this.baseUrl}${path} failed: ${(cause as Error)?.message ?? String(cause)}`,
+          cause,
+        );
+      }
+
+      // 429 means the server refused before doing anything, so any method may be
+      // repeated; 503 (shutting down, database away) only for idempotent ones.
+      if (response.status === 429 || (response.status === 503 && IDEMPOTENT.has(method))) {
+        const delay =
+          retryAfterMs(response.headers.get('retry-after'), Date.now()) ??
+          1000 * 2 ** (attempt - 1);
+        if (canRetry(delay)) {
+          await response.body?.cancel().catch(() => undefined);
+          await this.sleep(delay);
+          waited += delay;
+          continue;
+        }
+      }
+
+      this.captureSession(response);
+      if (response.status === 204 || method === 'HEAD') {
+        await response.body?.cancel().catch(() => undefined);
+        if (response.ok) return undefined;
+      }
+      const text = await response.text().catch(() => '');
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      if (response.ok) return parsed;
+      throw errorFromResponse(response, parsed);
+    }
+  }
+}
+
+function errorFromResponse(response: Response, body: unknown): CofferApiError {
+  const error = (body as { error?: Record<string, unknown> } | undefined)?.error;
+  const retryAfter = response.headers.get('retry-after');
+  const requestId =
+    (typeof error?.request_id === 'string' ? error.request_id : null) ??
+    response.headers.get('x-request-id');
+  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+    return new CofferApiError({
+      code: error.code,
+      status: response.status,
+      message: error.message,
+      details: Array.isArray(error.details) ? (error.details as ApiErrorDetail[]) : [],
+      requestId,
+      retryAfter: retryAfter !== null && /^\d+$/.test(retryAfter) ? Number(retryAfter) : null,
+    });
+  }
+  return new CofferApiError({
+    code: 'unexpected_response',
+    status: response.status,
+    message: `The server answered ${response.status} ${response.statusText} without an API error body`,
+    requestId,
+  });
+}
