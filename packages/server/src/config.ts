@@ -30,6 +30,8 @@ export interface Config {
   readonly kdfMinimum: { readonly opsLimit: number; readonly memLimitKib: number };
   readonly rateLimits: RateLimitConfig;
   readonly shutdownGraceMs: number;
+  /** How often the e-mail outbox worker looks for due messages (it is also woken after each enqueue). */
+  readonly outboxPollMs: number;
 }
 
 export type TlsConfig =
@@ -203,6 +205,7 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
       windowSeconds: 60,
     },
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    outboxPollMs: int('OUTBOX_POLL_MS', 5_000, 10, 3_600_000),
   };
   return Object.freeze(config);
 }

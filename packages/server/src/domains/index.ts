@@ -1,8 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app.js';
+import { invitationsRoutes } from './invitations/invitations.routes.js';
+import { mailPlugin } from './mail/mail.plugin.js';
+import { membersRoutes } from './members/members.routes.js';
+import { projectsRoutes } from './projects/projects.routes.js';
 import { identityRoutes } from './identity/identity.routes.js';
 
 export type DomainRoutes = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
 
 /** The `/v1` domains, registered in this order under the `/v1` prefix. One line per domain. */
-export const V1_DOMAINS: DomainRoutes[] = [identityRoutes];
+export const V1_DOMAINS: DomainRoutes[] = [
+  identityRoutes,
+  mailPlugin,
+  projectsRoutes,
+  membersRoutes,
+  invitationsRoutes,
+];

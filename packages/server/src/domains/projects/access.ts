@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { lockProject, type DialectName } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { Principal, Role, Scope, Scopes } from '../../http/principal.js';
@@ -42,26 +43,58 @@ export async function projectAccess(
     .executeTakeFirst();
   if (!member) throw notFound;
 
+  return {
+    projectId,
+    role: effectiveRole(principal, member.role),
+    userId: principal.userId,
+    principal,
+    scopes: principal.kind === 'session' ? null : principal.scopes,
+  };
+}
+
+/** What a principal may do given the role of the member behind it: tokens never exceed their creator. */
+export function effectiveRole(principal: Principal, memberRole: Role): Role {
   switch (principal.kind) {
     case 'session':
-      return { projectId, role: member.role, userId: principal.userId, principal, scopes: null };
+      return memberRole;
     case 'api_key':
-      return {
-        projectId,
-        role: minRole(principal.role, member.role),
-        userId: principal.userId,
-        principal,
-        scopes: principal.scopes,
-      };
+      return minRole(principal.role, memberRole);
     case 'ci_token':
-      return {
-        projectId,
-        role: minRole('developer', member.role),
-        userId: principal.userId,
-        principal,
-        scopes: principal.scopes,
-      };
+      return minRole('developer', memberRole);
   }
+}
+
+/**
+ * For read-then-write rules (last admin, vault epoch): inside a transaction,
+ * locks the project row first and only then resolves the caller's access, so
+ * a caller demoted or removed by a concurrent request is judged on the
+ * committed state. A missing project is `404` like a non-member.
+ */
+export async function lockedProjectAccess(
+  trx: Kysely<Database>,
+  dialect: DialectName,
+  principal: Principal | null,
+  projectId: string,
+): Promise<ProjectAccess> {
+  if (!principal) throw new AppError('unauthenticated', 'Authentication required');
+  if (!(await lockProject(trx, dialect, projectId)))
+    throw new AppError('not_found', 'Project not found');
+  return projectAccess(trx, principal, projectId);
+}
+
+/** Operations reserved to a signed-in person (creating projects, answering invitations). */
+export function requireSession(
+  principal: Principal | null,
+  action: string,
+): Extract<Principal, { kind: 'session' }> {
+  if (!principal) throw new AppError('unauthenticated', 'Authentication required');
+  if (principal.kind !== 'session') {
+    throw new AppError(
+      'forbidden',
+      `API keys and CI tokens cannot ${action}; sign in as a user to do it`,
+    );
+  }
+  return principal;
 }
 
 /** Throws `403 forbidden` unless the caller's effective role is at least `needed`. */

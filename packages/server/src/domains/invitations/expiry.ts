@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely';
+import type { Database, MemberTable } from '../../db/schema.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
+import {
+  findLapsedInvitations,
+  revokeLapsedInvitation,
+  type LapseScope,
+  type LapsedInvitation,
+} from './invitations.repo.js';
+
+/** Expiry is the server's doing, not a user's: audit events carry no actor. */
+const SYSTEM: Actor = { principal: null, ip: null, requestId: null };
+const BATCH = 200;
+
+/** Whether a row that still says `pending` is in fact a lapsed invitation. */
+export const hasLapsed = (
+  member: Pick<MemberTable, 'status' | 'invitation_expires_at'>,
+  now: Date,
+): boolean =>
+  member.status === 'pending' &&
+  member.invitation_expires_at !== null &&
+  member.invitation_expires_at <= now.toISOString();
+
+/**
+ * Turns lapsed invitations into `revoked`, each with an `invitation.expired`
+ * audit event in the same transaction. Rows another request already revoked
+ * are skipped, so concurrent callers never audit one expiry twice.
+ */
+export async function revokeLapsed(
+  trx: Kysely<Database>,
+  invitations: readonly LapsedInvitation[],
+  now: Date,
+): Promise<void> {
+  const at = now.toISOString();
+  for (const invitation of invitations) {
+    if (!(await revokeLapsedInvitation(trx, invitation.id, at))) continue;
+    await recordAudit(
+      trx,
+      SYSTEM,
+      {
+        projectId: invitation.project_id,
+        action: 'invitation.expired',
+        targetType: 'member',
+        targetId: invitation.id,
+        data: {
+          user_id: invitation.user_id,
+          role: invitation.role,
+          before: { status: 'pending' },
+          after: { status: 'revoked' },
+        },
+      },
+      now,
+    );
+  }
+}
+
+/**
+ * Applies expiry to invitations in `scope` before they are read, so the API
+ * never shows a lapsed invitation as `pending`; the periodic sweep calls it
+ * with an empty scope. Costs one read when nothing has lapsed.
+ */
+export async function expireLapsedInvitations(
+  db: Kysely<Database>,
+  scope: LapseScope,
+  now: Date,
+): Promise<number> {
+  let expired = 0;
+  for (;;) {
+    const lapsed = await findLapsedInvitations(db, scope, now.toISOString(), BATCH);
+    if (lapsed.length === 0) return expired;
+    await db.transaction().execute((trx) => revokeLapsed(trx, lapsed, now));
+    expired += lapsed.length;
+    if (lapsed.length < BATCH) return expired;
+  }
+}

@@ -1,0 +1,45 @@
+import { Type } from 'typebox';
+import { listQuerySchema } from '../../http/pagination.js';
+import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
+import { StatusSchema, UserRefSchema } from '../members/members.schemas.js';
+import { roleSchema } from '../projects/projects.schemas.js';
+import { INVITATION_SORTS } from './invitations.repo.js';
+
+/** One of the signed-in user's open invitations. `id` is the member id to accept or decline. */
+export const InvitationSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Member id, `mbr_…`' }),
+    project: Type.Object(
+      { id: Type.String(), name: Type.String() },
+      { additionalProperties: false },
+    ),
+    role: roleSchema(),
+    invited_at: Timestamp,
+    invited_by: UserRefSchema,
+    expires_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+/** The member an accepted invitation became. */
+export const AcceptedMemberSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Member id, `mbr_…`' }),
+    project_id: Type.String(),
+    user: UserRefSchema,
+    role: roleSchema(),
+    status: StatusSchema,
+    joined_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+export const InvitationParams = Type.Object(
+  { member_id: Type.String({ description: 'Member id of the invitation, `mbr_…`' }) },
+  { additionalProperties: false },
+);
+
+export const ListInvitationsQuery = listQuerySchema(INVITATION_SORTS, {});
+
+export const InvitationListResponse = ListEnvelope(InvitationSchema);
+export const AcceptedMemberResponse = DataEnvelope(AcceptedMemberSchema);

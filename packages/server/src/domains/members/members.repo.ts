@@ -1,0 +1,226 @@
+import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type { DialectName } from '../../db/database.js';
+import type { Database, MemberTable, UserTable } from '../../db/schema.js';
+import { offsetOf, type ListParams } from '../../http/pagination.js';
+import type { Role } from '../../http/principal.js';
+import { orderBySort, type SortColumn } from '../projects/list-order.js';
+
+export type MemberRow = Selectable<MemberTable>;
+export type MemberStatus = MemberTable['status'];
+/** A member row with the user's e-mail and name, what every member response shows. */
+export type MemberWithUser = MemberRow & { email: string; name: string };
+
+export const MEMBER_SORTS = [
+  'created_at',
+  'joined_at',
+  'invited_at',
+  'role',
+  'status',
+  'email',
+  'name',
+] as const;
+export type MemberSort = (typeof MEMBER_SORTS)[number];
+
+const SORT_COLUMNS: Record<MemberSort, SortColumn> = {
+  created_at: { column: 'members.created_at' },
+  joined_at: { column: 'members.joined_at', nullable: true },
+  invited_at: { column: 'members.invited_at', nullable: true },
+  role: { column: 'members.role' },
+  status: { column: 'members.status' },
+  email: { column: 'users.email', text: true },
+  name: { column: 'users.name', text: true },
+};
+
+export interface MemberFilters {
+  role?: Role;
+  status?: MemberStatus;
+}
+
+function membersWithUsers(db: Kysely<Database>) {
+  return db
+    .selectFrom('members')
+    .innerJoin('users', 'users.id', 'members.user_id')
+    .selectAll('members')
+    .select(['users.email as email', 'users.name as name']);
+}
+
+/** A member of this project only: an id from another project is not found. */
+export function findMember(
+  db: Kysely<Database>,
+  projectId: string,
+  memberId: string,
+): Promise<MemberWithUser | undefined> {
+  return membersWithUsers(db)
+    .where('members.project_id', '=', projectId)
+    .where('members.id', '=', memberId)
+    .executeTakeFirst();
+}
+
+export function findMemberByUser(
+  db: Kysely<Database>,
+  projectId: string,
+  userId: string,
+): Promise<MemberRow | undefined> {
+  return db
+    .selectFrom('members')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+/** A member row addressed to one user, whatever its project (invitations). */
+export function findMemberOfUser(
+  db: Kysely<Database>,
+  memberId: string,
+  userId: string,
+): Promise<MemberWithUser | undefined> {
+  return membersWithUsers(db)
+    .where('members.id', '=', memberId)
+    .where('members.user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+export async function insertMember(
+  db: Kysely<Database>,
+  row: Insertable<MemberTable>,
+): Promise<void> {
+  await db.insertInto('members').values(row).execute();
+}
+
+export async function updateMember(
+  db: Kysely<Database>,
+  memberId: string,
+  patch: Updateable<MemberTable>,
+): Promise<void> {
+  await db.updateTable('members').set(patch).where('id', '=', memberId).execute();
+}
+
+export async function deleteMember(db: Kysely<Database>, memberId: string): Promise<void> {
+  await db.deleteFrom('members').where('id', '=', memberId).execute();
+}
+
+function filtered(db: Kysely<Database>, projectId: string, filters: MemberFilters) {
+  let query = membersWithUsers(db).where('members.project_id', '=', projectId);
+  if (filters.role) query = query.where('members.role', '=', filters.role);
+  if (filters.status) query = query.where('members.status', '=', filters.status);
+  return query;
+}
+
+export function listMembers(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  projectId: string,
+  filters: MemberFilters,
+  params: ListParams<MemberSort>,
+): Promise<MemberWithUser[]> {
+  return orderBySort(
+    filtered(db, projectId, filters),
+    dialect,
+    SORT_COLUMNS[params.sort],
+    params.order,
+    'members.id',
+  )
+    .limit(params.per_page)
+    .offset(offsetOf(params))
+    .execute();
+}
+
+export async function countMembers(
+  db: Kysely<Database>,
+  projectId: string,
+  filters: MemberFilters,
+): Promise<number> {
+  let query = db
+    .selectFrom('members')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('project_id', '=', projectId);
+  if (filters.role) query = query.where('role', '=', filters.role);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  const row = await query.executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Active admins: the ones that keep a project manageable (pending admins do not count). */
+export async function countActiveAdmins(db: Kysely<Database>, projectId: string): Promise<number> {
+  return countMembers(db, projectId, { role: 'admin', status: 'active' });
+}
+
+/** A user's vault grants in a project: gone when they become a viewer or leave. */
+export async function deleteUserGrants(
+  db: Kysely<Database>,
+  projectId: string,
+  userId: string,
+): Promise<void> {
+  await db
+    .deleteFrom('vault_grants')
+    .where('project_id', '=', projectId)
+    .where('recipient_type', '=', 'user')
+    .where('recipient_id', '=', userId)
+    .execute();
+}
+
+/**
+ * Revokes the API keys and CI tokens a departing member is accountable for, so
+ * they cannot come back to life if the user is invited again later.
+ */
+export async function revokeUserTokens(
+  db: Kysely<Database>,
+  projectId: string,
+  userId: string,
+  at: string,
+): Promise<void> {
+  for (const table of ['api_keys', 'ci_tokens'] as const) {
+    await db
+      .updateTable(table)
+      .set({ revoked_at: at })
+      .where('project_id', '=', projectId)
+      .where('created_by', '=', userId)
+      .where('revoked_at', 'is', null)
+      .execute();
+  }
+}
+
+export type UserRow = Pick<Selectable<UserTable>, 'id' | 'email' | 'name' | 'status'>;
+
+export function findUserByEmail(db: Kysely<Database>, email: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .select(['id', 'email', 'name', 'status'])
+    .where('email', '=', email)
+    .executeTakeFirst();
+}
+
+/**
+ * Creates the `invited` user an invitation points to, unless a concurrent
+ * request just did (the e-mail is unique); returns whichever row exists.
+ */
+export async function ensureInvitedUser(
+  db: Kysely<Database>,
+  user: { id: string; email: string; name: string; at: string },
+): Promise<UserRow> {
+  await db
+    .insertInto('users')
+    .values({
+      id: user.id,
+      email: user.email,
+      name: user.name,
+      status: 'invited',
+      email_verified: 0,
+      created_at: user.at,
+      updated_at: user.at,
+    })
+    .onConflict((oc) => oc.column('email').doNothing())
+    .execute();
+  const row = await findUserByEmail(db, user.email);
+  if (!row) throw new Error(`invited user ${user.email} vanished`);
+  return row;
+}
+
+export function findUserById(db: Kysely<Database>, userId: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .select(['id', 'email', 'name', 'status'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+}

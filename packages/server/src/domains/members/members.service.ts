@@ -1,0 +1,293 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { AppContext } from '../../app.js';
+import type { Database } from '../../db/schema.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { Principal, Role } from '../../http/principal.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
+import { hashToken } from '../identity/credentials.js';
+import { hasLapsed, expireLapsedInvitations, revokeLapsed } from '../invitations/expiry.js';
+import { invitationMail } from '../invitations/invitation-mail.js';
+import { enqueueEmail } from '../mail/outbox.js';
+import { lockedProjectAccess, projectAccess, requireRole } from '../projects/access.js';
+import { findProject, markRekeyRecommended } from '../projects/projects.repo.js';
+import {
+  countActiveAdmins,
+  countMembers,
+  deleteMember,
+  deleteUserGrants,
+  ensureInvitedUser,
+  findMember,
+  findMemberByUser,
+  findUserByEmail,
+  findUserById,
+  insertMember,
+  listMembers,
+  revokeUserTokens,
+  updateMember,
+  type MemberFilters,
+  type MemberSort,
+  type MemberWithUser,
+} from './members.repo.js';
+
+export interface UserRef {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export const userRef = (row: { user_id: string; email: string; name: string }): UserRef => ({
+  id: row.user_id,
+  email: row.email,
+  name: row.name,
+});
+
+/** E-mail addresses compare case-insensitively; stored lower-cased. */
+export const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
+type Deps = Pick<AppContext, 'db' | 'clock' | 'config'> & {
+  /** Called after a commit that wrote an outbox message. */
+  wakeOutbox: () => void;
+};
+
+export function membersService({ db: { kysely: db, dialect }, clock, config, wakeOutbox }: Deps) {
+  /** A project must keep an active admin: refuses to demote or remove the last one. */
+  async function requireAnotherAdmin(trx: Kysely<Database>, projectId: string, what: string) {
+    if ((await countActiveAdmins(trx, projectId)) <= 1) {
+      throw new AppError(
+        'last_admin',
+        `Cannot ${what} the last admin of the project; make another member admin first`,
+      );
+    }
+  }
+
+  /** The member addressed by the path, in this project only, with a lapsed invitation shown as revoked. */
+  async function memberInProject(trx: Kysely<Database>, projectId: string, memberId: string) {
+    const member = await findMember(trx, projectId, memberId);
+    if (!member) throw new AppError('not_found', 'Member not found');
+    const now = clock.now();
+    if (hasLapsed(member, now)) {
+      await revokeLapsed(trx, [member], now);
+      member.status = 'revoked';
+    }
+    return member;
+  }
+
+  return {
+    /**
+     * Invites an e-mail address. An address without an account gets an
+     * `invited` user (a real `usr_` id, kept at sign-up) and a one-time
+     * sign-up token; everyone gets an e-mail through the outbox, written in
+     * the same transaction.
+     */
+    async invite(actor: Actor, projectId: string, input: { email: string; role: Role }) {
+      const email = normalizeEmail(input.email);
+      const now = clock.now();
+      const at = now.toISOString();
+      const expiresAt = new Date(now.getTime() + config.invitationTtlDays * 86_400_000);
+      const result = await db.transaction().execute(async (trx) => {
+        const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
+        requireRole(access, 'admin', 'invite members');
+        const user =
+          (await findUserByEmail(trx, email)) ??
+          (await ensureInvitedUser(trx, {
+            id: newId('user'),
+            email,
+            name: email.slice(0, email.lastIndexOf('@')),
+            at,
+          }));
+
+        const existing = await findMemberByUser(trx, projectId, user.id);
+        if (existing) {
+          if (hasLapsed(existing, now)) await revokeLapsed(trx, [existing], now);
+          else if (existing.status !== 'revoked') {
+            throw new AppError(
+              'already_member',
+              `${email} is already a member of this project (${existing.status})`,
+              [{ field: 'email', issue: 'already_member' }],
+            );
+          }
+          // A declined or expired invitation gives way to a fresh one.
+          await deleteMember(trx, existing.id);
+        }
+
+        const token = user.status === 'invited' ? randomBytes(32).toString('base64url') : null;
+        const member = {
+          id: newId('member'),
+          project_id: projectId,
+          user_id: user.id,
+          role: input.role,
+          status: 'pending' as const,
+          invited_at: at,
+          invited_by: access.userId,
+          invitation_token_hash: token ? hashToken(token) : null,
+          invitation_expires_at: expiresAt.toISOString(),
+          joined_at: null,
+          created_at: at,
+          updated_at: at,
+        };
+        await insertMember(trx, member);
+
+        const project = await findProject(trx, projectId);
+        const inviter = await findUserById(trx, access.userId);
+        await enqueueEmail(
+          trx,
+          invitationMail({
+            to: user.email,
+            projectName: project?.name ?? projectId,
+            inviterName: inviter?.name ?? 'A Coffer admin',
+            role: input.role,
+            expiresAt: member.invitation_expires_at,
+            publicUrl: config.publicUrl,
+            token,
+          }),
+          now,
+        );
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'member.invited',
+            targetType: 'member',
+            targetId: member.id,
+            data: {
+              user_id: user.id,
+              email: user.email,
+              new_account: token !== null,
+              before: existing ? { role: existing.role, status: 'revoked' } : null,
+              after: { role: member.role, status: member.status },
+            },
+          },
+          now,
+        );
+        return { member, user };
+      });
+      wakeOutbox();
+      const { member, user } = result;
+      return {
+        id: member.id,
+        project_id: member.project_id,
+        user: { id: user.id, email: user.email, name: user.name },
+        role: member.role,
+        status: member.status,
+        invited_at: member.invited_at,
+        invited_by: member.invited_by,
+      };
+    },
+
+    /** Any member or API key of the project; CI tokens are for pipelines and see no members. */
+    async list(
+      principal: Principal | null,
+      projectId: string,
+      query: ListParams<MemberSort> & MemberFilters,
+    ) {
+      const access = await projectAccess(db, principal, projectId);
+      if (access.principal.kind === 'ci_token') {
+        throw new AppError('forbidden', 'CI tokens cannot list project members');
+      }
+      await expireLapsedInvitations(db, { projectId }, clock.now());
+      const filters: MemberFilters = { role: query.role, status: query.status };
+      const rows = await listMembers(db, dialect, projectId, filters, query);
+      const total = await countMembers(db, projectId, filters);
+      return { items: rows.map(toListItem), pagination: paginationOf(query, total) };
+    },
+
+    async changeRole(actor: Actor, projectId: string, memberId: string, role: Role) {
+      return db.transaction().execute(async (trx) => {
+        const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
+        requireRole(access, 'admin', 'change member roles');
+        const member = await memberInProject(trx, projectId, memberId);
+        if (member.role === role) return toUpdated(member);
+        if (member.role === 'admin' && member.status === 'active') {
+          await requireAnotherAdmin(trx, projectId, 'demote');
+        }
+        const now = clock.now();
+        const updated = { ...member, role, updated_at: now.toISOString() };
+        await updateMember(trx, member.id, { role, updated_at: updated.updated_at });
+        // A viewer holds no key to the vault.
+        if (role === 'viewer') await deleteUserGrants(trx, projectId, member.user_id);
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'member.role_changed',
+            targetType: 'member',
+            targetId: member.id,
+            data: {
+              user_id: member.user_id,
+              status: member.status,
+              before: { role: member.role },
+              after: { role },
+            },
+          },
+          now,
+        );
+        return toUpdated(updated);
+      });
+    },
+
+    /**
+     * Removes a member whatever its status (withdrawing a pending invitation).
+     * One who could read secrets leaves the vault `rekey_recommended`; their
+     * grants go, and the API keys and CI tokens they created are revoked.
+     */
+    async remove(actor: Actor, projectId: string, memberId: string): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
+        requireRole(access, 'admin', 'remove members');
+        const member = await memberInProject(trx, projectId, memberId);
+        if (member.role === 'admin' && member.status === 'active') {
+          await requireAnotherAdmin(trx, projectId, 'remove');
+        }
+        const now = clock.now();
+        await deleteMember(trx, member.id);
+        await deleteUserGrants(trx, projectId, member.user_id);
+        await revokeUserTokens(trx, projectId, member.user_id, now.toISOString());
+        const hadSecretAccess = member.status !== 'revoked' && member.role !== 'viewer';
+        if (hadSecretAccess) await markRekeyRecommended(trx, projectId);
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'member.removed',
+            targetType: 'member',
+            targetId: member.id,
+            data: {
+              user_id: member.user_id,
+              email: member.email,
+              before: { role: member.role, status: member.status },
+              after: null,
+              rekey_recommended: hadSecretAccess,
+            },
+          },
+          now,
+        );
+      });
+    },
+  };
+}
+
+export type MembersService = ReturnType<typeof membersService>;
+
+function toListItem(row: MemberWithUser) {
+  const base = { id: row.id, user: userRef(row), role: row.role, status: row.status };
+  return row.status === 'active'
+    ? { ...base, joined_at: row.joined_at ?? row.created_at }
+    : { ...base, invited_at: row.invited_at ?? row.created_at };
+}
+
+function toUpdated(row: MemberWithUser) {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    user: userRef(row),
+    role: row.role,
+    status: row.status,
+    updated_at: row.updated_at,
+  };
+}

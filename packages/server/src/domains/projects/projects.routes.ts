@@ -1,0 +1,107 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../app.js';
+import { ok } from '../../http/schemas.js';
+import { actorOf } from '../audit/audit.js';
+import {
+  CreateProjectBody,
+  ListProjectsQuery,
+  ProjectListResponse,
+  ProjectParams,
+  ProjectResponse,
+  UpdateProjectBody,
+} from './projects.schemas.js';
+import { projectsService } from './projects.service.js';
+
+const tags = ['projects'];
+
+/** `/v1/projects`: list, create, read, change, delete. */
+export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const projects = projectsService(ctx);
+
+  r.get(
+    '/projects',
+    {
+      schema: {
+        tags,
+        summary: 'List your projects',
+        description:
+          'Projects where the caller is an active member. An API key or CI token sees only the project it belongs to. `sort`: created_at (default), name (case-insensitive), updated_at; ties break on id.',
+        querystring: ListProjectsQuery,
+        response: { 200: ProjectListResponse },
+      },
+    },
+    async (request) => {
+      const { items, pagination } = await projects.list(request.principal, request.query);
+      return { data: items, pagination };
+    },
+  );
+
+  r.post(
+    '/projects',
+    {
+      schema: {
+        tags,
+        summary: 'Create a project',
+        description:
+          'Signed-in users only (not API keys or CI tokens). The creator becomes its first admin; the environments development, staging and production are created with it.',
+        body: CreateProjectBody,
+        response: { 201: ProjectResponse },
+      },
+    },
+    async (request, reply) => {
+      reply.code(201);
+      return ok(await projects.create(actorOf(request), request.body));
+    },
+  );
+
+  r.get(
+    '/projects/:project_id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a project',
+        description: 'Any member, API key or CI token of the project. Non-members get 404.',
+        params: ProjectParams,
+        response: { 200: ProjectResponse },
+      },
+    },
+    async (request) => ok(await projects.get(request.principal, request.params.project_id)),
+  );
+
+  r.patch(
+    '/projects/:project_id',
+    {
+      schema: {
+        tags,
+        summary: 'Change a project’s name or description',
+        description: 'Admins (and admin API keys).',
+        params: ProjectParams,
+        body: UpdateProjectBody,
+        response: { 200: ProjectResponse },
+      },
+    },
+    async (request) =>
+      ok(await projects.update(actorOf(request), request.params.project_id, request.body)),
+  );
+
+  r.delete(
+    '/projects/:project_id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a project and everything in it',
+        description:
+          'Signed-in admins only: irreversible, so API keys cannot do it. Environments, secrets, members, grants, API keys and CI tokens go with the project; its audit events stay.',
+        params: ProjectParams,
+        response: { 204: Type.Null({ description: 'Deleted' }) },
+      },
+    },
+    async (request, reply) => {
+      await projects.remove(actorOf(request), request.params.project_id);
+      return reply.code(204).send(null);
+    },
+  );
+}

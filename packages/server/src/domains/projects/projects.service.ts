@@ -1,0 +1,196 @@
+import type { AppContext } from '../../app.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { Principal, Role } from '../../http/principal.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
+import { insertMember } from '../members/members.repo.js';
+import {
+  effectiveRole,
+  lockedProjectAccess,
+  projectAccess,
+  requireRole,
+  requireSession,
+} from './access.js';
+import {
+  countVisibleProjects,
+  deleteProject,
+  findProject,
+  insertEnvironments,
+  insertProject,
+  listVisibleProjects,
+  updateProject,
+  type ProjectRow,
+  type Visibility,
+} from './projects.repo.js';
+import type { PROJECT_SORTS } from './projects.schemas.js';
+
+/** Every new project starts with these environments (name = slug). */
+export const DEFAULT_ENVIRONMENTS = ['development', 'staging', 'production'] as const;
+
+export interface Project {
+  id: string;
+  name: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+  role: Role;
+}
+
+const toProject = (row: ProjectRow, role: Role): Project => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+  role,
+});
+
+type Deps = Pick<AppContext, 'db' | 'clock'>;
+
+export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
+  return {
+    /** The caller's projects: where they are an active member; a token sees only its own project. */
+    async list(principal: Principal | null, params: ListParams<(typeof PROJECT_SORTS)[number]>) {
+      if (!principal) throw new AppError('unauthenticated', 'Authentication required');
+      const visibility: Visibility =
+        principal.kind === 'session'
+          ? { userId: principal.userId }
+          : { userId: principal.userId, onlyProjectId: principal.projectId };
+      const rows = await listVisibleProjects(db, dialect, visibility, params);
+      const total = await countVisibleProjects(db, visibility);
+      return {
+        items: rows.map((row) => toProject(row, effectiveRole(principal, row.role))),
+        pagination: paginationOf(params, total),
+      };
+    },
+
+    /** The creator becomes the first admin; the default environments come with it. */
+    async create(actor: Actor, input: { name: string; description?: string }): Promise<Project> {
+      const principal = requireSession(actor.principal, 'create projects');
+      const at = clock.now().toISOString();
+      const project = {
+        id: newId('project'),
+        name: input.name.trim(),
+        description: input.description ?? '',
+        created_at: at,
+        updated_at: at,
+      };
+      await db.transaction().execute(async (trx) => {
+        await insertProject(trx, {
+          ...project,
+          created_by: principal.userId,
+          vault_epoch: 0,
+          rekey_recommended: 0,
+        });
+        await insertMember(trx, {
+          id: newId('member'),
+          project_id: project.id,
+          user_id: principal.userId,
+          role: 'admin',
+          status: 'active',
+          joined_at: at,
+          created_at: at,
+          updated_at: at,
+        });
+        await insertEnvironments(
+          trx,
+          DEFAULT_ENVIRONMENTS.map((name) => ({
+            id: newId('environment'),
+            project_id: project.id,
+            name,
+            slug: name,
+            revision: 1,
+            created_at: at,
+            updated_at: at,
+          })),
+        );
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId: project.id,
+            action: 'project.created',
+            targetType: 'project',
+            targetId: project.id,
+            data: { name: project.name, environments: [...DEFAULT_ENVIRONMENTS] },
+          },
+          clock.now(),
+        );
+      });
+      return toProject(project, 'admin');
+    },
+
+    async get(principal: Principal | null, projectId: string): Promise<Project> {
+      const access = await projectAccess(db, principal, projectId);
+      const row = await findProject(db, projectId);
+      if (!row) throw new AppError('not_found', 'Project not found');
+      return toProject(row, access.role);
+    },
+
+    async update(
+      actor: Actor,
+      projectId: string,
+      patch: { name?: string; description?: string },
+    ): Promise<Project> {
+      return db.transaction().execute(async (trx) => {
+        const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
+        requireRole(access, 'admin', 'change the project');
+        const before = await findProject(trx, projectId);
+        if (!before) throw new AppError('not_found', 'Project not found');
+        const changes = {
+          ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
+          ...(patch.description !== undefined ? { description: patch.description } : {}),
+        };
+        const at = clock.now().toISOString();
+        await updateProject(trx, projectId, { ...changes, updated_at: at });
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'project.updated',
+            targetType: 'project',
+            targetId: projectId,
+            data: {
+              before: Object.fromEntries(
+                Object.keys(changes).map((k) => [k, before[k as keyof typeof changes]]),
+              ),
+              after: changes,
+            },
+          },
+          clock.now(),
+        );
+        return toProject({ ...before, ...changes, updated_at: at }, access.role);
+      });
+    },
+
+    /**
+     * Deletes the project and everything in it. Irreversible, so it takes a
+     * signed-in admin: an API key cannot delete the project it belongs to.
+     */
+    async remove(actor: Actor, projectId: string): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
+        requireRole(access, 'admin', 'delete the project');
+        requireSession(actor.principal, 'delete a project');
+        const project = await findProject(trx, projectId);
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'project.deleted',
+            targetType: 'project',
+            targetId: projectId,
+            data: { name: project?.name },
+          },
+          clock.now(),
+        );
+        await deleteProject(trx, projectId);
+      });
+    },
+  };
+}
+
+export type ProjectsService = ReturnType<typeof projectsService>;
