@@ -1,24 +1,35 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Socket } from 'node:net';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Db } from './db/database.js';
-import { registerErrorHandling } from './http/errors.js';
+import { AppError } from './errors.js';
+import { registerErrorHandling, sendError } from './http/errors.js';
 import { registerPipeline } from './http/pipeline.js';
 import type { CredentialResolver } from './http/principal.js';
 import { MemoryRateLimitStore, type RateLimitStore } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
+import { registerParameterCoercion } from './http/validation.js';
 import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
+import { ListingCache } from './domains/secrets/listing-cache.js';
 
 export interface AppDeps {
   config: Config;
   db: Db;
   clock?: Clock;
   rateLimitStore?: RateLimitStore;
+  /** Serialized environment listings; a local-only cache when omitted (server.ts passes one on Redis). */
+  listingCache?: ListingCache;
   /** How credentials become principals; the identity domain's resolver when omitted. */
   resolver?: CredentialResolver;
   logger?: FastifyServerOptions['logger'];
@@ -31,9 +42,28 @@ export interface AppContext {
   config: Config;
   db: Db;
   clock: Clock;
+  listingCache: ListingCache;
 }
 
 export type App = FastifyInstance;
+
+/** Field names whose values are credentials or key material, wherever they appear in a log object. */
+const SECRET_FIELDS = [
+  'authorization',
+  'cookie',
+  'password',
+  'new_password',
+  'current_password',
+  'auth_key',
+  'new_auth_key',
+  'recovery_key',
+  'private_key',
+  'key_part',
+  'credential',
+  'token',
+  'bearer',
+  'secret',
+];
 
 /** Log paths that must never reach a log line: credentials and anything secret. */
 export const REDACTED_LOG_PATHS = [
@@ -42,50 +72,108 @@ export const REDACTED_LOG_PATHS = [
   'res.headers["set-cookie"]',
   'headers.authorization',
   'headers.cookie',
-  '*.password',
-  '*.auth_key',
-  '*.credential',
-  '*.token',
+  'headers["set-cookie"]',
+  ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
 ];
+
+// Query parameters whose values may be credentials (e.g. an invitation token in a link).
+const SECRET_QUERY = /token|key|secret|password|auth|code|sig/i;
+
+/** The request as logged: never headers or body, and secret-looking query values masked. */
+function requestForLog(request: FastifyRequest) {
+  const url = request.url;
+  const q = url.indexOf('?');
+  let logged = url;
+  if (q >= 0) {
+    const params = new URLSearchParams(url.slice(q + 1));
+    for (const name of new Set(params.keys())) {
+      if (SECRET_QUERY.test(name)) params.set(name, '[redacted]');
+    }
+    logged = `${url.slice(0, q)}?${params.toString()}`;
+  }
+  return {
+    method: request.method,
+    url: logged,
+    host: request.host,
+    remoteAddress: request.ip,
+  };
+}
+
+/** pino options every logger of the app gets, whatever the caller passes (level, stream). */
+function loggerOptions(config: Config, custom: AppDeps['logger']): FastifyServerOptions['logger'] {
+  if (custom === false) return false;
+  const extra = typeof custom === 'object' && custom !== null ? custom : {};
+  return {
+    level: config.logLevel,
+    ...extra,
+    redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+    serializers: { req: requestForLog },
+  } as FastifyServerOptions['logger'];
+}
 
 /** Builds the Fastify app with every convention and domain registered. Never listens. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
   const rateLimitStore = deps.rateLimitStore ?? new MemoryRateLimitStore();
+  // Filled in once the pipeline exists: errors Fastify raises before routing
+  // (a malformed URL) still get the request id, security and rate-limit headers.
+  let conventions: ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | null =
+    null;
 
   const options: FastifyServerOptions = {
-    logger: deps.logger ?? {
-      level: config.logLevel,
-      redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
-    },
+    logger: loggerOptions(config, deps.logger),
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => `req_${randomBytes(12).toString('base64url')}`,
-    return503OnClosing: true,
+    // During shutdown a request that arrives on a kept-alive connection is still
+    // served (with `Connection: close`) by the normal pipeline, so it gets a Form A
+    // body rather than Fastify's own 503.
+    return503OnClosing: false,
     forceCloseConnections: false,
     ajv: {
       customOptions: {
         removeAdditional: false,
         allErrors: true,
-        coerceTypes: 'array',
+        // Bodies are JSON and must match their types exactly; query strings and
+        // path parameters are converted first by `registerParameterCoercion`.
+        coerceTypes: false,
         useDefaults: true,
       },
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    frameworkErrors: (error, request, reply) => {
+      const reject = () =>
+        sendError(request, reply, 'validation_error', 'The request URL is malformed', [
+          { field: 'url', issue: 'invalid' },
+        ]);
+      if (!conventions) return reject();
+      // The pipeline may refuse first (429); its error is answered the same way.
+      void conventions(request, reply).then(reject, (err: unknown) =>
+        err instanceof AppError
+          ? sendError(request, reply, err.code, err.message, err.details)
+          : sendError(request, reply, 'internal_error', 'An unexpected error occurred'),
+      );
+    },
+    clientErrorHandler: rejectMalformedRequest,
   };
   const app = (deps.https
     ? Fastify({ ...options, https: deps.https } as FastifyServerOptions)
     : Fastify(options)
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
-  const context: AppContext = { config, db, clock };
+  const listingCache = deps.listingCache ?? new ListingCache();
+  app.addHook('onClose', () => listingCache.close());
+  const context: AppContext = { config, db, clock, listingCache };
   const resolver =
     deps.resolver ??
     (await import('./domains/identity/credentials.js')).credentialResolver(context);
 
   registerErrorHandling(app);
-  registerPipeline(app, { config, clock, resolver, rateLimitStore });
+  registerParameterCoercion(app);
+  conventions = registerPipeline(app, { config, clock, resolver, rateLimitStore });
+  // JSON is the only request body type; anything else is 415.
+  app.removeContentTypeParser('text/plain');
 
   // Every route documents the Form A error body for its failures.
   app.addHook('onRoute', (route) => {
@@ -129,4 +217,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   );
 
   return app;
+}
+
+/**
+ * Requests Node cannot even parse (broken HTTP, oversized headers) never reach
+ * Fastify's routing; they still get a Form A body before the socket closes.
+ */
+function rejectMalformedRequest(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'Request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'The request took too long to arrive']
+        : [400, 'Bad Request', 'The request is not valid HTTP'];
+  const body = JSON.stringify({ error: { code: 'validation_error', message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

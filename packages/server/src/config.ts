@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 /**
@@ -17,6 +18,8 @@ export interface Config {
   readonly dataDir: string;
   readonly databaseUrl: string | null;
   readonly redisUrl: string | null;
+  /** Prepended to every Redis key and channel, so several deployments can share one Redis. */
+  readonly redisKeyPrefix: string;
   readonly smtpUrl: string | null;
   readonly mailFrom: string;
   readonly tls: TlsConfig;
@@ -90,8 +93,12 @@ export function flagsToEnv(argv: readonly string[]): Record<string, string> {
 }
 
 export function loadConfig(env: Source, argv: readonly string[] = []): Config {
-  const src: Source = { ...env, ...flagsToEnv(argv) };
+  const flags = flagsToEnv(argv);
+  const src: Source = { ...env, ...flags };
+  // Every name looked up below; a flag that is none of them is a typo, not a setting.
+  const known = new Set<string>();
   const read = (name: string) => {
+    known.add(name);
     const v = src[name];
     return v === undefined || v === '' ? undefined : v;
   };
@@ -148,6 +155,12 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
   } else if (certFile || keyFile) {
     if (!certFile) throw new ConfigError('TLS_CERT_FILE', 'is required when TLS_KEY_FILE is set');
     if (!keyFile) throw new ConfigError('TLS_KEY_FILE', 'is required when TLS_CERT_FILE is set');
+    for (const [name, file] of [
+      ['TLS_CERT_FILE', certFile],
+      ['TLS_KEY_FILE', keyFile],
+    ] as const) {
+      if (!existsSync(file)) throw new ConfigError(name, `file not found: ${resolve(file)}`);
+    }
     tls = { mode: 'files', certFile: resolve(certFile), keyFile: resolve(keyFile) };
   } else {
     tls = { mode: 'self-signed' };
@@ -174,6 +187,7 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     dataDir: resolve(read('DATA_DIR') ?? './data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: read('REDIS_KEY_PREFIX') ?? 'coffer:',
     smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: read('MAIL_FROM') ?? 'Coffer <coffer@localhost>',
     tls,
@@ -207,5 +221,13 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     outboxPollMs: int('OUTBOX_POLL_MS', 5_000, 10, 3_600_000),
   };
+  for (const name of Object.keys(flags)) {
+    if (!known.has(name)) {
+      throw new ConfigError(
+        `--${name.toLowerCase().replaceAll('_', '-')}`,
+        'is not a Coffer setting (see the README)',
+      );
+    }
+  }
   return Object.freeze(config);
 }

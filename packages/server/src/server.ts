@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp, type App } from './app.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
@@ -21,19 +22,17 @@ export interface RunningServer {
 /** Builds the app for production use and listens: HTTPS plus the plain-HTTP redirect. */
 export async function startServer(config: Config, db: Db): Promise<RunningServer> {
   const tls = loadTls(config);
-  let rateLimitStore: RateLimitStore;
-  if (config.redisUrl) {
-    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
-    rateLimitStore = new RedisRateLimitStore(redis);
-  } else {
-    rateLimitStore = new MemoryRateLimitStore();
-  }
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null;
+  const rateLimitStore: RateLimitStore = redis
+    ? new RedisRateLimitStore(redis.client, `${config.redisKeyPrefix}rl:`)
+    : new MemoryRateLimitStore();
   const app = await buildApp({
     config,
     db,
     rateLimitStore,
     ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}),
   });
+  redis?.attachLogger(app.log);
   const address = await app.listen({ host: config.host, port: config.port });
   const port = Number(new URL(address).port);
   const url = `${tls ? 'https' : 'http'}://localhost:${port}`;
@@ -75,6 +74,52 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
       redirect?.closeAllConnections();
       await app.close();
       await rateLimitStore.close();
+    },
+  };
+}
+
+/**
+ * A Redis client that fails fast: with Redis down a command errors at once
+ * (no offline queue, a short timeout) so the rate limiter falls back to local
+ * counters instead of holding requests. It reconnects in the background. Not
+ * reachable at start: the server still starts, with a warning.
+ */
+async function connectRedis(url: string) {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 1000,
+    connectTimeout: 2000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+  // Until the app's logger exists, warnings go to stderr as plain text.
+  let log: Pick<FastifyBaseLogger, 'warn'> = {
+    warn: (fields: { err?: Error }, message?: string) =>
+      console.warn(`coffer: ${message ?? ''}: ${fields.err?.message ?? ''}`),
+  } as Pick<FastifyBaseLogger, 'warn'>;
+  let lastError = '';
+  client.on('error', (err: Error) => {
+    // ioredis repeats the same error on every reconnect attempt; log changes only.
+    if (err.message === lastError) return;
+    lastError = err.message;
+    log.warn({ err }, 'redis connection error');
+  });
+  client.on('ready', () => (lastError = ''));
+  const startError = await client.connect().then(
+    () => null,
+    (err: unknown) => err,
+  );
+  if (startError) {
+    log.warn(
+      { err: startError },
+      'Redis is not reachable; rate limits count per instance until it is',
+    );
+  }
+  return {
+    client,
+    attachLogger(logger: FastifyBaseLogger) {
+      log = logger;
     },
   };
 }

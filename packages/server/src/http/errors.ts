@@ -28,19 +28,26 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
   });
 
-  app.setNotFoundHandler(async (request, reply) => {
+  /** 404 for a path no route has, 405 with `Allow` for a known path and the wrong method. */
+  const unroutable = (request: FastifyRequest, reply: FastifyReply): AppError => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((m) => known.find(m, path) !== null);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
-      return sendError(
-        request,
-        reply,
+      return new AppError(
         'method_not_allowed',
         `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`,
       );
     }
-    return sendError(request, reply, 'not_found', `No route for ${request.method} ${path}`);
+    return new AppError('not_found', `No route for ${request.method} ${path}`);
+  };
+  // Answered before the body is read, after the pipeline's headers: a request
+  // to nowhere never gets a 400/413/415 about its body instead of its 404/405.
+  app.addHook('preParsing', async (request, reply) => {
+    if (request.is404) throw unroutable(request, reply);
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    throw unroutable(request, reply);
   });
 
   app.setErrorHandler(async (error: FastifyError & Partial<AppError>, request, reply) => {

@@ -8,7 +8,7 @@ import {
   type Principal,
   type Resolution,
 } from './principal.js';
-import { consume, type RateLimitStore } from './rate-limit.js';
+import { consume, MemoryRateLimitStore, type RateLimitStore } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,17 +40,22 @@ const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * proxy HTTPS redirect, security headers, authentication, the rate limit
  * (headers on every response, 429 past the budget), and only then the 401 for a
  * bad credential, so guessing credentials spends the caller's budget.
+ * Returns the hook, so errors raised before routing can apply it too.
  */
-export function registerPipeline(app: FastifyInstance, deps: PipelineDeps): void {
-  const { config, clock, resolver, rateLimitStore } = deps;
+export function registerPipeline(
+  app: FastifyInstance,
+  deps: PipelineDeps,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+  const { config, clock, resolver } = deps;
   const limits = config.rateLimits;
+  const counters = new CounterFailover(deps.rateLimitStore, app);
 
   app.decorateRequest('principal', null);
 
-  app.addHook('onRequest', async (request, reply) => {
+  const onRequest = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('x-request-id', request.id);
 
-    if (config.trustProxy && request.headers['x-forwarded-proto'] === 'http') {
+    if (config.trustProxy && forwardedProto(request) === 'http') {
       const host =
         request.headers['x-forwarded-host'] ??
         request.headers.host ??
@@ -66,11 +71,17 @@ export function registerPipeline(app: FastifyInstance, deps: PipelineDeps): void
     reply.header('cache-control', 'no-store');
     reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
 
-    const rateClass = request.routeOptions.config?.rateClass;
+    const rateClass = request.routeOptions?.config?.rateClass;
     if (rateClass === 'none') return;
 
     const now = clock.now();
-    const resolution = await authenticate(request, resolver, now, config);
+    // A failure while resolving the credential (database down) still spends the
+    // client IP's budget and carries the headers; the 500 follows them.
+    let failure: unknown = null;
+    const resolution = await authenticate(request, resolver, now, config).catch((err: unknown) => {
+      failure = err;
+      return null;
+    });
     let key: string;
     let limit: number;
     if (rateClass === 'auth') {
@@ -93,7 +104,7 @@ export function registerPipeline(app: FastifyInstance, deps: PipelineDeps): void
       limit = limits.anonymous;
     }
 
-    const state = await consume(rateLimitStore, key, limit, limits.windowSeconds, now.getTime());
+    const state = await counters.consume(key, limit, limits.windowSeconds, now.getTime());
     reply.header('x-ratelimit-limit', state.limit);
     reply.header('x-ratelimit-remaining', state.remaining);
     reply.header('x-ratelimit-reset', state.reset);
@@ -104,15 +115,64 @@ export function registerPipeline(app: FastifyInstance, deps: PipelineDeps): void
         `Rate limit of ${limit} requests per minute exceeded; retry in ${state.retryAfter} s`,
       );
     }
+    if (failure) throw failure;
 
     if (resolution && 'error' in resolution) {
       const staleCookie =
-        request.routeOptions.config?.ignoreInvalidSession === true &&
+        request.routeOptions?.config?.ignoreInvalidSession === true &&
         request.headers.authorization === undefined;
       if (!staleCookie) throw new AppError(resolution.error, resolution.message);
     }
     request.principal = resolution && 'principal' in resolution ? resolution.principal : null;
-  });
+  };
+  app.addHook('onRequest', onRequest);
+  return onRequest;
+}
+
+/** The scheme the client used, as the first proxy saw it (`X-Forwarded-Proto: http, https` → `http`). */
+function forwardedProto(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-forwarded-proto'];
+  const value = Array.isArray(header) ? header[0] : header;
+  return value?.split(',')[0]?.trim().toLowerCase();
+}
+
+/**
+ * The rate-limit store, and what happens when it fails (Redis unreachable): the
+ * server keeps answering and counts in this instance's memory until the store
+ * works again, logging one warning per outage. Limits then hold per instance
+ * instead of across instances; refusing every request (or dropping the headers)
+ * because a counter is down would take the whole API offline with it.
+ */
+class CounterFailover {
+  private readonly local = new MemoryRateLimitStore();
+  private degraded = false;
+
+  constructor(
+    private readonly store: RateLimitStore,
+    private readonly app: FastifyInstance,
+  ) {
+    app.addHook('onClose', async () => this.local.close());
+  }
+
+  async consume(key: string, limit: number, windowSeconds: number, nowMs: number) {
+    try {
+      const state = await consume(this.store, key, limit, windowSeconds, nowMs);
+      if (this.degraded) {
+        this.degraded = false;
+        this.app.log.warn('rate-limit store is reachable again; counting in it');
+      }
+      return state;
+    } catch (err) {
+      if (!this.degraded) {
+        this.degraded = true;
+        this.app.log.warn(
+          { err },
+          'rate-limit store unreachable; counting in this instance only until it recovers',
+        );
+      }
+      return consume(this.local, key, limit, windowSeconds, nowMs);
+    }
+  }
 }
 
 async function authenticate(

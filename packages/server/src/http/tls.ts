@@ -94,6 +94,8 @@ export function createRedirectServer(config: Config): Server {
     const hostHeader = req.headers.host ?? new URL(config.publicUrl).host;
     const hostname = hostHeader.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '[$1]');
     const publicUrl = new URL(config.publicUrl);
+    // `PORT=0` (any free port): the derived public URL names port 0; use the real one.
+    if (publicUrl.port === '0') publicUrl.port = String(httpsPort);
     const target =
       hostname === publicUrl.hostname
         ? `${publicUrl.origin}${req.url ?? '/'}`

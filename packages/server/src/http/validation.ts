@@ -1,3 +1,4 @@
+import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 import type { ErrorDetail } from '../errors.js';
 
 interface SchemaError {
@@ -65,4 +66,72 @@ export function describeDetails(details: readonly ErrorDetail[]): string {
   };
   const more = details.length > 1 ? ` (and ${details.length - 1} more)` : '';
   return `${first.field} ${what[first.issue] ?? 'is invalid'}${more}`;
+}
+
+type JsonSchema = Readonly<Record<string, unknown>>;
+
+/** The JSON types a schema admits (`type`, or the types of an `anyOf` such as a union of literals). */
+function typesOf(schema: JsonSchema | undefined): Set<string> {
+  const types = new Set<string>();
+  if (!schema) return types;
+  if (typeof schema.type === 'string') types.add(schema.type);
+  if (Array.isArray(schema.type)) for (const t of schema.type) types.add(String(t));
+  if (schema.const !== undefined) types.add(typeof schema.const);
+  if (Array.isArray(schema.anyOf))
+    for (const s of schema.anyOf) for (const t of typesOf(s)) types.add(t);
+  return types;
+}
+
+const NUMERIC = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+function coerceValue(schema: JsonSchema | undefined, value: unknown): unknown {
+  const types = typesOf(schema);
+  if (types.has('array')) {
+    const items = schema?.items as JsonSchema | undefined;
+    return (Array.isArray(value) ? value : [value]).map((v) => coerceValue(items, v));
+  }
+  if (typeof value !== 'string' || types.has('string')) return value;
+  if ((types.has('integer') || types.has('number')) && NUMERIC.test(value)) return Number(value);
+  if (types.has('boolean') && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+/**
+ * Query strings and path parameters arrive as text, so `?page=2` becomes the
+ * number its schema asks for. Only exact decimal numbers and `true`/`false` are
+ * converted (`2.5` stays fractional and fails an integer schema; anything else
+ * stays a string and fails validation). Request bodies are JSON and are never
+ * coerced: `{"name": 123}` is a validation error, not the string "123".
+ */
+export function coerceParameters(
+  schema: JsonSchema | undefined,
+  values: Record<string, unknown>,
+): Record<string, unknown> {
+  const properties = schema?.properties as Record<string, JsonSchema> | undefined;
+  if (!properties) return values;
+  const out: Record<string, unknown> = { ...values };
+  for (const [name, value] of Object.entries(values)) {
+    if (properties[name]) out[name] = coerceValue(properties[name], value);
+  }
+  return out;
+}
+
+/** Adds the text-to-type coercion to every route that declares a querystring or params schema. */
+export function registerParameterCoercion(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { querystring?: JsonSchema; params?: JsonSchema } | undefined;
+    const { querystring, params } = schema ?? {};
+    if (!querystring && !params) return;
+    const coerce: preValidationHookHandler = (request, _reply, done) => {
+      if (querystring)
+        request.query = coerceParameters(querystring, request.query as Record<string, unknown>);
+      if (params)
+        request.params = coerceParameters(params, request.params as Record<string, unknown>);
+      done();
+    };
+    const existing = route.preValidation;
+    route.preValidation = existing
+      ? [coerce, ...(Array.isArray(existing) ? existing : [existing])]
+      : coerce;
+  });
 }

@@ -50,12 +50,23 @@ const TEST_ENV = {
  */
 export async function startTestApp(
   dialect: DialectName,
-  options: { env?: Record<string, string>; deps?: Partial<AppDeps>; clock?: TestClock } = {},
+  options: {
+    env?: Record<string, string>;
+    deps?: Partial<AppDeps>;
+    clock?: TestClock;
+    /**
+     * Extra `/v1` routes registered the way a domain registers its own, after
+     * `buildApp` and before `ready`: proves a convention holds for routes the
+     * foundation never saw.
+     */
+    routes?: (v1: App) => Promise<void>;
+  } = {},
 ): Promise<TestApp> {
   const testDb = await createTestDb(dialect);
   const config = loadConfig({ ...TEST_ENV, DATA_DIR: testDb.dataDir, ...options.env });
   const clock = options.clock ?? new TestClock();
   const app = await buildApp({ config, db: testDb.db, clock, ...options.deps });
+  if (options.routes) await app.register(options.routes, { prefix: '/v1' });
   await app.ready();
   return {
     app,

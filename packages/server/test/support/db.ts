@@ -41,7 +41,7 @@ export async function createTestDb(dialect: DialectName): Promise<TestDb> {
       dialect,
       dataDir,
       databaseUrl: null,
-      cleanup: async () => (await db.close(), removeDir()),
+      cleanup: async () => (await closeQuietly(db), removeDir()),
     };
   }
   if (POSTGRES_URL) {
@@ -60,7 +60,7 @@ export async function createTestDb(dialect: DialectName): Promise<TestDb> {
       dataDir,
       databaseUrl: url.toString(),
       cleanup: async () => {
-        await db.close();
+        await closeQuietly(db);
         const drop = new pg.Client({ connectionString: POSTGRES_URL });
         await drop.connect();
         await drop.query(`drop database if exists ${name} with (force)`);
@@ -81,6 +81,11 @@ export async function createTestDb(dialect: DialectName): Promise<TestDb> {
     dialect,
     dataDir,
     databaseUrl: null,
-    cleanup: async () => (await db.close(), removeDir()),
+    cleanup: async () => (await closeQuietly(db), removeDir()),
   };
+}
+
+/** Tests may close (or break) the database on purpose; cleanup must still succeed. */
+async function closeQuietly(db: Db): Promise<void> {
+  await db.close().catch(() => undefined);
 }
