@@ -141,7 +141,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         useDefaults: true,
       },
     },
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    // Above the longest secret name (256), so a too-long name gets its field-level 400.
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 300 },
     frameworkErrors: (error, request, reply) => {
       const reject = () =>
         sendError(request, reply, 'validation_error', 'The request URL is malformed', [

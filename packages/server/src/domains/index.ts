@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app.js';
+import { auditRoutes } from './audit/audit.routes.js';
+import { environmentsRoutes } from './environments/environments.routes.js';
+import { secretsRoutes } from './secrets/secrets.routes.js';
 import { invitationsRoutes } from './invitations/invitations.routes.js';
 import { mailPlugin } from './mail/mail.plugin.js';
 import { membersRoutes } from './members/members.routes.js';
@@ -15,4 +18,7 @@ export const V1_DOMAINS: DomainRoutes[] = [
   projectsRoutes,
   membersRoutes,
   invitationsRoutes,
+  environmentsRoutes,
+  secretsRoutes,
+  auditRoutes,
 ];

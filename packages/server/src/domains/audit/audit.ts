@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Insertable, Kysely } from 'kysely';
+import type { AuditEventTable, Database } from '../../db/schema.js';
 import { newId } from '../../ids.js';
 import type { Principal } from '../../http/principal.js';
 
@@ -27,6 +27,25 @@ export interface AuditEntry {
   data?: Record<string, unknown>;
 }
 
+/** The row of one audit event: who (principal, user, credential), from where, what. */
+function auditRow(actor: Actor, entry: AuditEntry, at: Date): Insertable<AuditEventTable> {
+  const p = actor.principal;
+  return {
+    id: newId('auditEvent'),
+    project_id: entry.projectId,
+    action: entry.action,
+    actor_id: p?.userId ?? null,
+    credential_kind: p?.kind ?? null,
+    credential_id: p ? (p.kind === 'session' ? p.sessionId : p.id) : null,
+    ip: actor.ip,
+    request_id: actor.requestId,
+    target_type: entry.targetType ?? null,
+    target_id: entry.targetId ?? null,
+    data: JSON.stringify(entry.data ?? {}),
+    created_at: at.toISOString(),
+  };
+}
+
 /**
  * Appends an audit event. Call it with the transaction's handle so the event
  * commits (or rolls back) together with the change it records.
@@ -37,22 +56,117 @@ export async function recordAudit(
   entry: AuditEntry,
   at: Date,
 ): Promise<void> {
-  const p = actor.principal;
   await db
     .insertInto('audit_events')
-    .values({
-      id: newId('auditEvent'),
-      project_id: entry.projectId,
-      action: entry.action,
-      actor_id: p?.userId ?? null,
-      credential_kind: p?.kind ?? null,
-      credential_id: p ? (p.kind === 'session' ? p.sessionId : p.id) : null,
-      ip: actor.ip,
-      request_id: actor.requestId,
-      target_type: entry.targetType ?? null,
-      target_id: entry.targetId ?? null,
-      data: JSON.stringify(entry.data ?? {}),
-      created_at: at.toISOString(),
-    })
+    .values(auditRow(actor, entry, at))
     .execute();
+}
+
+/** Rows per INSERT: 12 columns each stays far below every driver's parameter limit. */
+const ROWS_PER_INSERT = 200;
+
+async function insertAuditRows(
+  db: Kysely<Database>,
+  rows: readonly Insertable<AuditEventTable>[],
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    await db
+      .insertInto('audit_events')
+      .values(rows.slice(i, i + ROWS_PER_INSERT))
+      .execute();
+  }
+}
+
+/** Appends several events of one request (e.g. a batch write) in as few statements as possible. */
+export async function recordAuditMany(
+  db: Kysely<Database>,
+  actor: Actor,
+  entries: readonly AuditEntry[],
+  at: Date,
+): Promise<void> {
+  await insertAuditRows(
+    db,
+    entries.map((entry) => auditRow(actor, entry, at)),
+  );
+}
+
+export interface AuditBufferOptions {
+  /** Longest time an event waits in memory before it is written. */
+  flushIntervalMs?: number;
+  /** Write as soon as this many events wait. */
+  maxBatch?: number;
+  /** Events kept while the database refuses writes; beyond it the oldest are dropped (and logged). */
+  maxPending?: number;
+  onError?: (err: unknown, dropped: number) => void;
+}
+
+/**
+ * Audit events that record a read, not a change (a token reading secrets), so
+ * they need not commit with anything. Writing one row per read would put a
+ * synchronous write on the hottest path; instead events wait in memory and are
+ * written in one statement every `flushIntervalMs` (250 ms) or every `maxBatch`
+ * (100) events, whichever comes first, and on `close()` (app shutdown). Each
+ * event keeps the time of its request. A crash loses at most the last interval.
+ */
+export class AuditBuffer {
+  private pending: Insertable<AuditEventTable>[] = [];
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private closed = false;
+  private writing: Promise<void> = Promise.resolve();
+  private readonly flushIntervalMs: number;
+  private readonly maxBatch: number;
+  private readonly maxPending: number;
+  private readonly onError: (err: unknown, dropped: number) => void;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    options: AuditBufferOptions = {},
+  ) {
+    this.flushIntervalMs = options.flushIntervalMs ?? 250;
+    this.maxBatch = options.maxBatch ?? 100;
+    this.maxPending = options.maxPending ?? 100_000;
+    this.onError = options.onError ?? (() => undefined);
+  }
+
+  record(actor: Actor, entry: AuditEntry, at: Date): void {
+    this.pending.push(auditRow(actor, entry, at));
+    if (this.pending.length >= this.maxBatch) void this.flush();
+    else this.schedule(this.flushIntervalMs);
+  }
+
+  /** Writes everything recorded so far; resolves when it is stored. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length > 0) {
+      this.writing = this.writing.then(() =>
+        insertAuditRows(this.db, batch).catch((err: unknown) => this.requeue(batch, err)),
+      );
+    }
+    return this.writing;
+  }
+
+  /** Final flush at shutdown; a failure is reported, not retried. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flush();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer || this.closed) return;
+    this.timer = setTimeout(() => void this.flush(), delayMs);
+    this.timer.unref();
+  }
+
+  private requeue(batch: Insertable<AuditEventTable>[], err: unknown): void {
+    this.pending = [...batch, ...this.pending];
+    const dropped = Math.max(0, this.pending.length - this.maxPending);
+    if (dropped > 0) this.pending.splice(0, dropped);
+    this.onError(err, dropped);
+    this.schedule(this.flushIntervalMs * 4);
+  }
 }

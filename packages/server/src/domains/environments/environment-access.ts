@@ -1,0 +1,83 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { AppError, notFound } from '../../errors.js';
+import type { Principal, Role, Scope } from '../../http/principal.js';
+import {
+  environmentAccess,
+  minRole,
+  projectAccess,
+  type ProjectAccess,
+} from '../projects/access.js';
+import { findEnvironmentWithMembership, type EnvironmentRow } from './environments.repo.js';
+
+/** An environment together with what the caller may do in it. */
+export interface EnvironmentContext {
+  readonly environment: EnvironmentRow;
+  readonly access: ProjectAccess;
+  /** `read`/`read_write` for callers who may see values; `null` for viewers and out-of-scope tokens. */
+  readonly scope: Scope | null;
+}
+
+/**
+ * Resolves `{env}` (id or slug) and the caller's access with one query on the
+ * hot path. The role rules are those of `projectAccess` (non-members get 404,
+ * API keys are capped by their creator's role, CI tokens act as developers),
+ * applied to the membership row fetched together with the environment.
+ */
+export async function resolveEnvironment(
+  db: Kysely<Database>,
+  principal: Principal | null,
+  projectId: string,
+  ref: string,
+): Promise<EnvironmentContext> {
+  if (!principal) throw new AppError('unauthenticated', 'Authentication required');
+  if (principal.kind !== 'session' && principal.projectId !== projectId) {
+    throw notFound('Project');
+  }
+  const row = await findEnvironmentWithMembership(db, projectId, ref, principal.userId);
+  if (!row) {
+    // Tell a non-member "no such project" before telling a member "no such environment".
+    await projectAccess(db, principal, projectId);
+    throw notFound('Environment');
+  }
+  const { member_role: memberRole, ...environment } = row;
+  if (memberRole === null) throw notFound('Project');
+  const access = accessOf(principal, projectId, memberRole);
+  return { environment, access, scope: environmentAccess(access, environment.id) };
+}
+
+function accessOf(principal: Principal, projectId: string, memberRole: Role): ProjectAccess {
+  const base = { projectId, userId: principal.userId, principal };
+  switch (principal.kind) {
+    case 'session':
+      return { ...base, role: memberRole, scopes: null };
+    case 'api_key':
+      return { ...base, role: minRole(principal.role, memberRole), scopes: principal.scopes };
+    case 'ci_token':
+      return { ...base, role: minRole('developer', memberRole), scopes: principal.scopes };
+  }
+}
+
+/** Reading values needs `read` or `read_write` on the environment (admins and developers; tokens by scope). */
+export function requireReader(context: EnvironmentContext): void {
+  if (context.scope === null) {
+    throw new AppError(
+      'forbidden',
+      context.access.role === 'viewer'
+        ? 'Viewers see secret names, never values'
+        : 'This credential has no access to the values of this environment',
+    );
+  }
+}
+
+/** Writing secrets needs `read_write` on the environment (admins and developers; tokens with that scope). */
+export function requireWriter(context: EnvironmentContext): void {
+  if (context.scope !== 'read_write') {
+    throw new AppError(
+      'forbidden',
+      context.access.role === 'viewer'
+        ? 'Viewers cannot change secrets'
+        : 'This credential cannot write secrets in this environment; it needs read_write access',
+    );
+  }
+}

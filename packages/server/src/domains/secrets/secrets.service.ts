@@ -1,0 +1,519 @@
+import type { Kysely } from 'kysely';
+import type { AppContext } from '../../app.js';
+import { lockProject } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
+import { AppError, notFound, validation } from '../../errors.js';
+import { paginationOf, type ListParams } from '../../http/pagination.js';
+import { newId } from '../../ids.js';
+import {
+  recordAudit,
+  recordAuditMany,
+  type Actor,
+  type AuditBuffer,
+  type AuditEntry,
+} from '../audit/audit.js';
+import {
+  requireReader,
+  requireWriter,
+  resolveEnvironment,
+  type EnvironmentContext,
+} from '../environments/environment-access.js';
+import { bumpRevision } from '../environments/environments.repo.js';
+import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
+import * as repo from './secrets.repo.js';
+import {
+  MAX_BATCH_ITEMS,
+  type BatchInput,
+  type PutSecretInput,
+  type RollbackInput,
+  type SecretObject,
+  type SecretSort,
+  type SecretVersionObject,
+  type VersionSort,
+} from './secrets.schemas.js';
+
+const toSecret = (row: repo.SecretRow, withValue: boolean): SecretObject => ({
+  id: row.id,
+  environment_id: row.environment_id,
+  name: row.name,
+  version: row.version,
+  ...(withValue ? { value: row.value } : {}),
+  comment: row.comment,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+  updated_by: row.updated_by,
+});
+
+const toVersion = (row: repo.SecretVersionRow, withValue: boolean): SecretVersionObject => ({
+  id: row.id,
+  secret_id: row.secret_id,
+  version: row.version,
+  ...(withValue ? { value: row.value } : {}),
+  created_at: row.created_at,
+  created_by: row.created_by,
+});
+
+/** `v1.xc20p.<epoch>.…`: the request schema has already checked the shape. */
+const ENVELOPE_PREFIX = 'v1.xc20p.';
+export const epochOf = (envelope: string) =>
+  Number(envelope.slice(ENVELOPE_PREFIX.length, envelope.indexOf('.', ENVELOPE_PREFIX.length)));
+
+function staleEpoch(field: string, currentEpoch: number): AppError {
+  const message =
+    currentEpoch === 0
+      ? 'The vault of this project is not initialised yet: an admin must grant the project key first'
+      : `The value is encrypted under an old key epoch; the vault is at epoch ${currentEpoch}: fetch your grant again and re-encrypt`;
+  return new AppError('version_conflict', message, [
+    { field, issue: 'stale_epoch', current_epoch: currentEpoch },
+  ]);
+}
+
+function checkExpectedVersion(field: string, expected: number | undefined, current: number): void {
+  if (expected === undefined || expected === current) return;
+  const message =
+    current === 0
+      ? `The secret does not exist (expected version ${expected})`
+      : `The secret is at version ${current}, not ${expected}: reload it before writing`;
+  throw new AppError('version_conflict', message, [
+    { field, issue: 'stale', current_version: current },
+  ]);
+}
+
+/** Weak comparison, as RFC 9110 prescribes for If-None-Match. */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
+const isToken = (context: EnvironmentContext) => context.access.principal.kind !== 'session';
+
+export interface ListingResult {
+  listing: CachedListing;
+  notModified: boolean;
+}
+
+export interface SecretsServiceDeps extends Pick<AppContext, 'db' | 'clock' | 'listingCache'> {
+  /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
+  readAudit: AuditBuffer;
+}
+
+export function secretsService(ctx: SecretsServiceDeps) {
+  const db = ctx.db.kysely;
+  const cache = ctx.listingCache;
+
+  /** Audits a read of values by an API key or CI token (names only), off the request's path. */
+  function auditTokenRead(
+    actor: Actor,
+    context: EnvironmentContext,
+    entry: Omit<AuditEntry, 'projectId'>,
+  ) {
+    if (context.scope === null || !isToken(context)) return;
+    ctx.readAudit.record(actor, { projectId: context.access.projectId, ...entry }, ctx.clock.now());
+  }
+
+  /**
+   * The write transaction every secret change shares: locks the project (no
+   * re-key can interleave), bumps the environment's revision (a deleted
+   * environment shows up here as 404), reads the current key epoch, and drops
+   * the cached listings after commit.
+   */
+  async function write<T>(
+    context: EnvironmentContext,
+    change: (trx: Kysely<Database>, epoch: number) => Promise<T>,
+  ): Promise<T> {
+    const { projectId } = context.access;
+    const environmentId = context.environment.id;
+    const result = await db.transaction().execute(async (trx) => {
+      if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
+      if ((await bumpRevision(trx, [environmentId])) === 0) throw notFound('Environment');
+      return change(trx, await repo.vaultEpoch(trx, projectId));
+    });
+    cache.invalidateEnvironments([environmentId]);
+    return result;
+  }
+
+  async function existingSecret(handle: Kysely<Database>, environmentId: string, name: string) {
+    const row = await repo.findSecret(handle, environmentId, name);
+    if (!row) throw notFound('Secret');
+    return row;
+  }
+
+  return {
+    /**
+     * One page of an environment's secrets, as cached serialized bytes. The
+     * same bytes serve every caller of the same variant: values for readers,
+     * names and metadata for everyone else.
+     */
+    async list(
+      actor: Actor,
+      projectId: string,
+      ref: string,
+      params: ListParams<SecretSort>,
+      ifNoneMatch: string | undefined,
+      serialize: (payload: unknown) => string,
+    ): Promise<ListingResult> {
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      const { environment } = context;
+      const reader = context.scope !== null;
+      const key = ListingCache.keyOf({
+        environmentId: environment.id,
+        revision: environment.revision,
+        variant: reader ? 'values' : 'names',
+        ...params,
+      });
+      let listing = cache.get(key);
+      if (!listing) {
+        const rows = await repo.listSecrets(db, environment.id, params);
+        const total = await repo.countSecrets(db, environment.id);
+        const body = Buffer.from(
+          serialize({
+            data: rows.map((row) => toSecret(row, reader)),
+            pagination: paginationOf(params, total),
+          }),
+        );
+        listing = { body, etag: etagOf(body), names: rows.map((row) => row.name) };
+        cache.set(key, projectId, environment.id, listing);
+      }
+      const notModified = matchesIfNoneMatch(ifNoneMatch, listing.etag);
+      // A 304 sends no value, so only full listings count as reads.
+      if (!notModified) {
+        auditTokenRead(actor, context, {
+          action: 'secrets.listed',
+          targetType: 'environment',
+          targetId: environment.id,
+          data: { names: listing.names, page: params.page },
+        });
+      }
+      return { listing, notModified };
+    },
+
+    async get(actor: Actor, projectId: string, ref: string, name: string): Promise<SecretObject> {
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      requireReader(context);
+      const row = await existingSecret(db, context.environment.id, name);
+      auditTokenRead(actor, context, {
+        action: 'secret.read',
+        targetType: 'secret',
+        targetId: row.id,
+        data: { environment_id: row.environment_id, name, version: row.version },
+      });
+      return toSecret(row, true);
+    },
+
+    /** Creates or updates; `created` tells the route 201 from 200. */
+    async put(
+      actor: Actor,
+      projectId: string,
+      ref: string,
+      name: string,
+      input: PutSecretInput,
+    ): Promise<{ secret: SecretObject; created: boolean }> {
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      requireWriter(context);
+      const environmentId = context.environment.id;
+      return write(context, async (trx, epoch) => {
+        const valueEpoch = epochOf(input.value);
+        if (valueEpoch !== epoch) throw staleEpoch('value', epoch);
+        const existing = await repo.findSecret(trx, environmentId, name);
+        checkExpectedVersion('expected_version', input.expected_version, existing?.version ?? 0);
+        const now = ctx.clock.now();
+        const at = now.toISOString();
+        const row: repo.SecretRow = existing
+          ? {
+              ...existing,
+              value: input.value,
+              epoch: valueEpoch,
+              version: existing.version + 1,
+              comment: input.comment ?? existing.comment,
+              updated_at: at,
+              updated_by: context.access.userId,
+            }
+          : {
+              id: newId('secret'),
+              project_id: projectId,
+              environment_id: environmentId,
+              name,
+              version: 1,
+              value: input.value,
+              epoch: valueEpoch,
+              comment: input.comment ?? '',
+              created_at: at,
+              updated_at: at,
+              updated_by: context.access.userId,
+            };
+        if (existing) await repo.updateSecret(trx, row.id, row);
+        else await repo.insertSecrets(trx, [row]);
+        await repo.insertVersions(trx, [versionOf(row)]);
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: existing ? 'secret.updated' : 'secret.created',
+            targetType: 'secret',
+            targetId: row.id,
+            data: { environment_id: environmentId, name, version: row.version },
+          },
+          now,
+        );
+        return { secret: toSecret(row, true), created: !existing };
+      });
+    },
+
+    /** Deletes a secret with every version of it. */
+    async remove(actor: Actor, projectId: string, ref: string, name: string): Promise<void> {
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      requireWriter(context);
+      await write(context, async (trx) => {
+        const row = await existingSecret(trx, context.environment.id, name);
+        await repo.deleteSecrets(trx, [row.id]);
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'secret.deleted',
+            targetType: 'secret',
+            targetId: row.id,
+            data: { environment_id: row.environment_id, name, version: row.version },
+          },
+          ctx.clock.now(),
+        );
+      });
+    },
+
+    async versions(
+      actor: Actor,
+      projectId: string,
+      ref: string,
+      name: string,
+      params: ListParams<VersionSort>,
+    ) {
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      const reader = context.scope !== null;
+      const secret = await existingSecret(db, context.environment.id, name);
+      const rows = await repo.listVersions(db, secret.id, params);
+      const total = await repo.countVersions(db, secret.id);
+      auditTokenRead(actor, context, {
+        action: 'secret.versions_listed',
+        targetType: 'secret',
+        targetId: secret.id,
+        data: {
+          environment_id: secret.environment_id,
+          name,
+          versions: rows.map((r) => r.version),
+        },
+      });
+      return {
+        data: rows.map((row) => toVersion(row, reader)),
+        pagination: paginationOf(params, total),
+      };
+    },
+
+    /**
+     * Makes an old version's value current again as a NEW version. The old
+     * envelope is copied as is, so it must be under the current key epoch.
+     */
+    async rollback(
+      actor: Actor,
+      projectId: string,
+      ref: string,
+      name: string,
+      input: RollbackInput,
+    ): Promise<SecretObject> {
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      requireWriter(context);
+      return write(context, async (trx, epoch) => {
+        const secret = await existingSecret(trx, context.environment.id, name);
+        checkExpectedVersion('expected_version', input.expected_version, secret.version);
+        const old = await repo.findVersion(trx, secret.id, input.version);
+        if (!old) {
+          throw new AppError('not_found', `Version ${input.version} of ${name} not found`, [
+            { field: 'version', issue: 'not_found' },
+          ]);
+        }
+        if (old.epoch !== epoch) {
+          throw new AppError(
+            'version_conflict',
+            `Version ${input.version} is encrypted under key epoch ${old.epoch}, not the current ${epoch}; write its value again instead`,
+            [{ field: 'version', issue: 'stale_epoch', current_epoch: epoch }],
+          );
+        }
+        const now = ctx.clock.now();
+        const row: repo.SecretRow = {
+          ...secret,
+          value: old.value,
+          epoch: old.epoch,
+          version: secret.version + 1,
+          updated_at: now.toISOString(),
+          updated_by: context.access.userId,
+        };
+        await repo.updateSecret(trx, row.id, row);
+        await repo.insertVersions(trx, [versionOf(row)]);
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'secret.rolled_back',
+            targetType: 'secret',
+            targetId: row.id,
+            data: {
+              environment_id: row.environment_id,
+              name,
+              from_version: input.version,
+              version: row.version,
+            },
+          },
+          now,
+        );
+        return toSecret(row, true);
+      });
+    },
+
+    /**
+     * Writes and deletes many secrets in one transaction: all or nothing. An
+     * error names the item (`secrets.3.value`, `delete.0`).
+     */
+    async batch(actor: Actor, projectId: string, ref: string, input: BatchInput) {
+      const items = input.secrets ?? [];
+      const deletes = input.delete ?? [];
+      const count = items.length + deletes.length;
+      if (count === 0) throw validation('secrets', 'too_few', 'Give secrets to write or delete');
+      if (count > MAX_BATCH_ITEMS) {
+        throw validation('secrets', 'too_many', `At most ${MAX_BATCH_ITEMS} items per batch`);
+      }
+      const seen = new Set<string>();
+      const fields = [
+        ...items.map((item, i) => [item.name, `secrets.${i}.name`] as const),
+        ...deletes.map((name, i) => [name, `delete.${i}`] as const),
+      ];
+      for (const [name, field] of fields) {
+        if (seen.has(name))
+          throw validation(field, 'duplicate', `${name} appears twice in the batch`);
+        seen.add(name);
+      }
+
+      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      requireWriter(context);
+      const environmentId = context.environment.id;
+      return write(context, async (trx, epoch) => {
+        items.forEach((item, i) => {
+          if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
+        });
+        const existing = new Map(
+          (await repo.findSecretsByName(trx, environmentId, [...seen])).map((r) => [r.name, r]),
+        );
+        items.forEach((item, i) =>
+          checkExpectedVersion(
+            `secrets.${i}.expected_version`,
+            item.expected_version,
+            existing.get(item.name)?.version ?? 0,
+          ),
+        );
+        const deleted = deletes.map((name, i) => {
+          const row = existing.get(name);
+          if (!row) {
+            throw new AppError('not_found', `Secret ${name} not found`, [
+              { field: `delete.${i}`, issue: 'not_found' },
+            ]);
+          }
+          return row;
+        });
+
+        const now = ctx.clock.now();
+        const at = now.toISOString();
+        const written = items.map((item): { row: repo.SecretRow; created: boolean } => {
+          const old = existing.get(item.name);
+          const fresh = {
+            value: item.value,
+            epoch,
+            updated_at: at,
+            updated_by: context.access.userId,
+          };
+          return old
+            ? {
+                row: {
+                  ...old,
+                  ...fresh,
+                  version: old.version + 1,
+                  comment: item.comment ?? old.comment,
+                },
+                created: false,
+              }
+            : {
+                row: {
+                  ...fresh,
+                  id: newId('secret'),
+                  project_id: projectId,
+                  environment_id: environmentId,
+                  name: item.name,
+                  version: 1,
+                  comment: item.comment ?? '',
+                  created_at: at,
+                },
+                created: true,
+              };
+        });
+        await repo.deleteSecrets(
+          trx,
+          deleted.map((r) => r.id),
+        );
+        await repo.insertSecrets(
+          trx,
+          written.filter((w) => w.created).map((w) => w.row),
+        );
+        for (const { row } of written.filter((w) => !w.created)) {
+          await repo.updateSecret(trx, row.id, row);
+        }
+        await repo.insertVersions(
+          trx,
+          written.map((w) => versionOf(w.row)),
+        );
+        const audit = (action: string, row: repo.SecretRow): AuditEntry => ({
+          projectId,
+          action,
+          targetType: 'secret',
+          targetId: row.id,
+          data: {
+            environment_id: environmentId,
+            name: row.name,
+            version: row.version,
+            batch: true,
+          },
+        });
+        await recordAuditMany(
+          trx,
+          actor,
+          [
+            ...written.map((w) => audit(w.created ? 'secret.created' : 'secret.updated', w.row)),
+            ...deleted.map((row) => audit('secret.deleted', row)),
+          ],
+          now,
+        );
+        return {
+          secrets: written.map((w) => toSecret(w.row, true)),
+          deleted: deleted.map((r) => r.name),
+        };
+      });
+    },
+  };
+}
+
+/** The history row of a secret's current state. */
+function versionOf(row: repo.SecretRow): repo.SecretVersionRow {
+  return {
+    id: newId('secretVersion'),
+    secret_id: row.id,
+    project_id: row.project_id,
+    environment_id: row.environment_id,
+    version: row.version,
+    value: row.value,
+    epoch: row.epoch,
+    created_at: row.updated_at,
+    created_by: row.updated_by,
+  };
+}
+
+export type SecretsService = ReturnType<typeof secretsService>;
