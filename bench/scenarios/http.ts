@@ -1,7 +1,7 @@
 import type { LoadPlan } from '../lib/load.js';
 import type { Timing } from '../lib/measure.js';
 import type { Target } from '../lib/report.js';
-import type { Fixture } from './fixture.js';
+import { MEMBER_COUNT, type Fixture } from './fixture.js';
 
 export interface HttpScenario {
   id: string;
@@ -14,6 +14,18 @@ export interface HttpScenario {
 }
 
 export const HTTP_SCENARIOS: HttpScenario[] = [
+  {
+    id: 'members-list',
+    title: `list ${MEMBER_COUNT} members (session)`,
+    expectStatus: 200,
+    target: null,
+    needs: 'members',
+    plan: (f, baseUrl) => ({
+      url: `${baseUrl}/v1/projects/${f.projectId}/members?per_page=${MEMBER_COUNT}`,
+      method: 'GET',
+      headers: { cookie: f.sessionCookie },
+    }),
+  },
   {
     id: 'unauthenticated-401',
     title: 'unknown API key → 401',
