@@ -1,3 +1,4 @@
 // @coffer/sdk: the typed API client and all client-side crypto (Node and browsers).
 export * from './crypto/index.js';
 export * from './client/index.js';
+export * from './crypto/token-signing.js';

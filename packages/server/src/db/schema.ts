@@ -137,6 +137,8 @@ export interface ApiKeyTable {
   /** JSON: `{ [environment_id]: 'read' | 'read_write' }`. */
   scopes: string;
   public_key: string;
+  /** Ed25519, from the key part; signs the grants of the CI tokens this key mints. */
+  signing_public_key: string | null;
   created_by: string;
   created_at: string;
   expires_at: string | null;
@@ -151,6 +153,7 @@ export interface CiTokenTable {
   token_hash: string;
   scopes: string;
   public_key: string;
+  signing_public_key: string | null;
   /** The user accountable for the token: its minter, or the admin behind the minting API key. */
   created_by: string;
   created_by_api_key: string | null;

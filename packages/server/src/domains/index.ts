@@ -8,6 +8,8 @@ import { mailPlugin } from './mail/mail.plugin.js';
 import { membersRoutes } from './members/members.routes.js';
 import { projectsRoutes } from './projects/projects.routes.js';
 import { identityRoutes } from './identity/identity.routes.js';
+import { vaultRoutes } from './vault/vault.routes.js';
+import { tokensRoutes } from './tokens/tokens.routes.js';
 
 export type DomainRoutes = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
 
@@ -21,4 +23,6 @@ export const V1_DOMAINS: DomainRoutes[] = [
   environmentsRoutes,
   secretsRoutes,
   auditRoutes,
+  vaultRoutes,
+  tokensRoutes,
 ];

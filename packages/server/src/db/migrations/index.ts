@@ -1,11 +1,13 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as initial from './2026-11-22-001-initial.js';
 import * as serverSettings from './2026-11-22-002-server-settings.js';
+import * as tokenSigningKeys from './2026-11-22-004-token-signing-keys.js';
 
 /** Every migration, in order. Add new ones at the end; never edit a shipped one. */
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-001-initial': initial,
   '2026-11-22-002-server-settings': serverSettings,
+  '2026-11-22-004-token-signing-keys': tokenSigningKeys,
 };
 
 export const migrationProvider: MigrationProvider = {

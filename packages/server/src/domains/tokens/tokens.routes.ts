@@ -1,0 +1,141 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { ready } from '@coffer/sdk';
+import type { AppContext } from '../../app.js';
+import { ok } from '../../http/schemas.js';
+import { actorOf } from '../audit/audit.js';
+import { ProjectParams } from '../vault/vault.schemas.js';
+import {
+  ApiKeyList,
+  ApiKeyListQuery,
+  CiTokenList,
+  CiTokenListQuery,
+  CreateApiKeyBody,
+  CreateCiTokenBody,
+  CreatedApiKey,
+  CreatedCiToken,
+  TokenParams,
+} from './tokens.schemas.js';
+import { tokensService } from './tokens.service.js';
+
+const KEY_PART_NOTE =
+  'The client generates the key part (a 32-byte seed that never reaches the server), derives the token’s X25519 and Ed25519 public keys from it, and seals each scoped environment’s key to the X25519 key. The server returns the bearer once; the credential to copy is `<bearer>.<key part>`.';
+
+/** `/projects/{project_id}/api-keys` and `/projects/{project_id}/ci-tokens`. */
+export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  await ready(); // bearer generation and grant signature checks use libsodium
+  const service = tokensService(ctx);
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.get(
+    '/projects/:project_id/api-keys',
+    {
+      schema: {
+        tags: ['api-keys'],
+        summary: 'List API keys',
+        description:
+          'Admins. Revoked and expired keys are listed too (see `revoked_at`, `expires_at`). The bearer and its hash are never returned.',
+        params: ProjectParams,
+        querystring: ApiKeyListQuery,
+        response: { 200: ApiKeyList },
+      },
+    },
+    async (request) =>
+      service.listApiKeys(request.principal, request.params.project_id, request.query),
+  );
+
+  r.post(
+    '/projects/:project_id/api-keys',
+    {
+      schema: {
+        tags: ['api-keys'],
+        summary: 'Create an API key',
+        description: `Admins (a signed-in admin, or an admin API key within its own scopes). The key's role is at most the creator's; a viewer key has no scopes. Scopes map environment ids or slugs to \`read\` or \`read_write\`; \`grants\` must hold exactly one environment-key grant per scoped environment at the current epoch, signed by the creator (422 otherwise, 409 \`stale_epoch\` after a re-key). ${KEY_PART_NOTE}`,
+        params: ProjectParams,
+        body: CreateApiKeyBody,
+        response: { 201: CreatedApiKey },
+      },
+    },
+    async (request, reply) => {
+      const key = await service.createApiKey(
+        actorOf(request),
+        request.params.project_id,
+        request.body,
+      );
+      return reply.code(201).send(ok(key));
+    },
+  );
+
+  r.delete(
+    '/projects/:project_id/api-keys/:id',
+    {
+      schema: {
+        tags: ['api-keys'],
+        summary: 'Revoke an API key',
+        description:
+          'Admins. Takes effect immediately: the key is refused (401) from the next request, its environment-key grants are deleted, and the CI tokens it minted are revoked with it. Revoking a revoked key is a no-op (204).',
+        params: TokenParams('apiKey'),
+      },
+    },
+    async (request, reply) => {
+      await service.revokeApiKey(actorOf(request), request.params.project_id, request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  r.get(
+    '/projects/:project_id/ci-tokens',
+    {
+      schema: {
+        tags: ['ci-tokens'],
+        summary: 'List CI tokens',
+        description:
+          'Admins see every CI token of the project; developers and API keys see the tokens they minted.',
+        params: ProjectParams,
+        querystring: CiTokenListQuery,
+        response: { 200: CiTokenList },
+      },
+    },
+    async (request) =>
+      service.listCiTokens(request.principal, request.params.project_id, request.query),
+  );
+
+  r.post(
+    '/projects/:project_id/ci-tokens',
+    {
+      schema: {
+        tags: ['ci-tokens'],
+        summary: 'Mint a CI token',
+        description: `Admins, developers and API keys with role developer or above. A CI token lives 1 hour, or \`ttl_seconds\` (60–3600), never longer, and never beyond its minting API key's expiry; it acts as a developer within its scopes. An API key can only mint within its own scopes, \`read_write\` only where it has \`read_write\`, and signs the grants with its own signing key. ${KEY_PART_NOTE}`,
+        params: ProjectParams,
+        body: CreateCiTokenBody,
+        response: { 201: CreatedCiToken },
+      },
+    },
+    async (request, reply) => {
+      const token = await service.createCiToken(
+        actorOf(request),
+        request.params.project_id,
+        request.body,
+      );
+      return reply.code(201).send(ok(token));
+    },
+  );
+
+  r.delete(
+    '/projects/:project_id/ci-tokens/:id',
+    {
+      schema: {
+        tags: ['ci-tokens'],
+        summary: 'Revoke a CI token',
+        description:
+          'Admins revoke any CI token, developers and API keys those they minted, and a CI token itself. Takes effect immediately (401 from the next request).',
+        params: TokenParams('ciToken'),
+      },
+    },
+    async (request, reply) => {
+      await service.revokeCiToken(actorOf(request), request.params.project_id, request.params.id);
+      return reply.code(204).send();
+    },
+  );
+}
