@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
+import { refuseBodyFields } from '../projects/no-body.js';
 import { expireLapsedInvitations } from './expiry.js';
 import {
   AcceptedMemberResponse,
@@ -14,6 +15,7 @@ import {
 import { invitationsService } from './invitations.service.js';
 
 const tags = ['invitations'];
+
 /** Reads apply expiry lazily; the sweep keeps stored statuses honest for everything else. */
 const SWEEP_INTERVAL_MS = 60_000;
 
@@ -56,6 +58,7 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
   r.post(
     '/invitations/:member_id/accept',
     {
+      preValidation: refuseBodyFields,
       schema: {
         tags,
         summary: 'Accept an invitation',
@@ -71,6 +74,7 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
   r.post(
     '/invitations/:member_id/decline',
     {
+      preValidation: refuseBodyFields,
       schema: {
         tags,
         summary: 'Decline an invitation',

@@ -162,23 +162,27 @@ export async function deleteUserGrants(
 
 /**
  * Revokes the API keys and CI tokens a departing member is accountable for, so
- * they cannot come back to life if the user is invited again later.
+ * they cannot come back to life if the user is invited again later. Returns their ids.
  */
 export async function revokeUserTokens(
   db: Kysely<Database>,
   projectId: string,
   userId: string,
   at: string,
-): Promise<void> {
+): Promise<string[]> {
+  const revoked: string[] = [];
   for (const table of ['api_keys', 'ci_tokens'] as const) {
-    await db
+    const rows = await db
       .updateTable(table)
       .set({ revoked_at: at })
       .where('project_id', '=', projectId)
       .where('created_by', '=', userId)
       .where('revoked_at', 'is', null)
+      .returning('id')
       .execute();
+    revoked.push(...rows.map((r) => r.id));
   }
+  return revoked;
 }
 
 export type UserRow = Pick<Selectable<UserTable>, 'id' | 'email' | 'name' | 'status'>;

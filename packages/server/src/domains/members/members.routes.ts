@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
+import { refuseBodyFields } from '../projects/no-body.js';
 import { outboxWorker } from '../mail/outbox-worker.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import {
@@ -94,6 +95,7 @@ export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Prom
   r.delete(
     '/projects/:project_id/members/:member_id',
     {
+      preValidation: refuseBodyFields,
       schema: {
         tags,
         summary: 'Remove a member',

@@ -7,7 +7,7 @@ import { newId } from '../../ids.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { hashToken } from '../identity/credentials.js';
+import { forgetCredential, hashToken } from '../identity/credentials.js';
 import { hasLapsed, expireLapsedInvitations, revokeLapsed } from '../invitations/expiry.js';
 import { invitationMail } from '../invitations/invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
@@ -52,7 +52,13 @@ type Deps = Pick<AppContext, 'db' | 'clock' | 'config'> & {
   wakeOutbox: () => void;
 };
 
-export function membersService({ db: { kysely: db, dialect }, clock, config, wakeOutbox }: Deps) {
+export function membersService(ctx: Deps) {
+  const {
+    db: { kysely: db, dialect },
+    clock,
+    config,
+    wakeOutbox,
+  } = ctx;
   /** A project must keep an active admin: refuses to demote or remove the last one. */
   async function requireAnotherAdmin(trx: Kysely<Database>, projectId: string, what: string) {
     if ((await countActiveAdmins(trx, projectId)) <= 1) {
@@ -236,7 +242,7 @@ export function membersService({ db: { kysely: db, dialect }, clock, config, wak
      * grants go, and the API keys and CI tokens they created are revoked.
      */
     async remove(actor: Actor, projectId: string, memberId: string): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      const revokedTokens = await db.transaction().execute(async (trx) => {
         const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
         requireRole(access, 'admin', 'remove members');
         const member = await memberInProject(trx, projectId, memberId);
@@ -246,7 +252,7 @@ export function membersService({ db: { kysely: db, dialect }, clock, config, wak
         const now = clock.now();
         await deleteMember(trx, member.id);
         await deleteUserGrants(trx, projectId, member.user_id);
-        await revokeUserTokens(trx, projectId, member.user_id, now.toISOString());
+        const revoked = await revokeUserTokens(trx, projectId, member.user_id, now.toISOString());
         const hadSecretAccess = member.status !== 'revoked' && member.role !== 'viewer';
         if (hadSecretAccess) await markRekeyRecommended(trx, projectId);
         await recordAudit(
@@ -263,11 +269,14 @@ export function membersService({ db: { kysely: db, dialect }, clock, config, wak
               before: { role: member.role, status: member.status },
               after: null,
               rekey_recommended: hadSecretAccess,
+              revoked_credentials: revoked,
             },
           },
           now,
         );
+        return revoked;
       });
+      for (const id of revokedTokens) forgetCredential(ctx.db, id);
     },
   };
 }

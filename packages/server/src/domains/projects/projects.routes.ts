@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
+import { refuseBodyFields } from './no-body.js';
 import {
   CreateProjectBody,
   ListProjectsQuery,
@@ -90,6 +91,7 @@ export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Pro
   r.delete(
     '/projects/:project_id',
     {
+      preValidation: refuseBodyFields,
       schema: {
         tags,
         summary: 'Delete a project and everything in it',

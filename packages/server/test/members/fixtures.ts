@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { generateBearer, ready } from '@coffer/sdk';
+import { hashToken } from '../../src/domains/identity/credentials.js';
+import { newId } from '../../src/ids.js';
+import type { Role } from '../../src/http/principal.js';
+import type { TestApp, TestResponse } from '../support/app.js';
+import { signUp, type TestUser } from '../support/users.js';
+
+/** Headers of a bearer-authenticated request (API key or CI token). */
+export type BearerHeaders = { authorization: string };
+export type Caller = TestUser | BearerHeaders;
+
+const headersOf = (caller: Caller): Record<string, string> =>
+  'headers' in caller ? caller.headers : { authorization: caller.authorization };
+
+/** A request as `caller` (a signed-in test user or a bearer). */
+export function as(
+  t: TestApp,
+  caller: Caller,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  body?: unknown,
+): Promise<TestResponse> {
+  return t.request({
+    method,
+    url,
+    headers: headersOf(caller),
+    ...(body !== undefined ? { body: body as object } : {}),
+  });
+}
+
+/** Asserts a status and returns the `data` of the body. */
+export function dataOf<T = Record<string, unknown>>(res: TestResponse, status: number): T {
+  assert.equal(res.statusCode, status, res.body);
+  return (res.data as { data: T }).data;
+}
+
+/** Asserts a Form A error with this status and code; returns the error object. */
+export function errorOf(res: TestResponse, status: number, code: string) {
+  assert.equal(res.statusCode, status, res.body);
+  const error = (
+    res.data as { error: { code: string; details?: { field: string; issue: string }[] } }
+  ).error;
+  assert.equal(error.code, code, res.body);
+  return error;
+}
+
+/** Exactly these keys, no more, no fewer. */
+export function assertKeys(value: unknown, keys: readonly string[], what = 'object'): void {
+  assert.ok(value !== null && typeof value === 'object', `${what} is an object`);
+  assert.deepEqual(Object.keys(value).sort(), [...keys].sort(), `${what} has exactly ${keys}`);
+}
+
+export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+export async function createProject(
+  t: TestApp,
+  admin: TestUser,
+  name = `Project ${randomBytes(3).toString('hex')}`,
+): Promise<{ id: string; name: string }> {
+  return dataOf(await as(t, admin, 'POST', '/v1/projects', { name }), 201);
+}
+
+export async function invite(
+  t: TestApp,
+  admin: Caller,
+  projectId: string,
+  email: string,
+  role: Role,
+): Promise<{ id: string; user: { id: string; email: string; name: string } }> {
+  return dataOf(
+    await as(t, admin, 'POST', `/v1/projects/${projectId}/members`, { email, role }),
+    201,
+  );
+}
+
+/** A new user who is invited with `role` and accepts: an active member. */
+export async function addMember(
+  t: TestApp,
+  admin: Caller,
+  projectId: string,
+  role: Role,
+  name?: string,
+): Promise<{ user: TestUser; memberId: string }> {
+  const user = await signUp(t, name ? { name } : {});
+  const { id } = await invite(t, admin, projectId, user.email, role);
+  dataOf(await as(t, user, 'POST', `/v1/invitations/${id}/accept`), 200);
+  return { user, memberId: id };
+}
+
+/**
+ * An API key created straight in the database, as the vault domain's
+ * `POST /projects/{p}/api-keys` would store it (hash of the bearer only), so
+ * these tests do not depend on that route. `public_key` is a placeholder: no
+ * grant is made, these tests never decrypt.
+ */
+export async function createApiKey(
+  t: TestApp,
+  projectId: string,
+  creator: TestUser,
+  role: Role,
+): Promise<BearerHeaders & { id: string }> {
+  await ready();
+  const bearer = generateBearer('cek_');
+  const id = newId('apiKey');
+  await t.testDb.db.kysely
+    .insertInto('api_keys')
+    .values({
+      id,
+      project_id: projectId,
+      name: `${role} key`,
+      token_hash: hashToken(bearer),
+      role,
+      scopes: '{}',
+      public_key: randomBytes(32).toString('base64url'),
+      created_by: creator.id,
+      created_at: t.clock.now().toISOString(),
+    })
+    .execute();
+  return { id, authorization: `Bearer ${bearer}` };
+}
+
+/** A CI token created straight in the database (see `createApiKey`), valid for an hour. */
+export async function createCiToken(
+  t: TestApp,
+  projectId: string,
+  creator: TestUser,
+): Promise<BearerHeaders & { id: string }> {
+  await ready();
+  const bearer = generateBearer('ci_');
+  const id = newId('ciToken');
+  const now = t.clock.now();
+  await t.testDb.db.kysely
+    .insertInto('ci_tokens')
+    .values({
+      id,
+      project_id: projectId,
+      name: 'pipeline',
+      token_hash: hashToken(bearer),
+      scopes: '{}',
+      public_key: randomBytes(32).toString('base64url'),
+      created_by: creator.id,
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + 3_600_000).toISOString(),
+    })
+    .execute();
+  return { id, authorization: `Bearer ${bearer}` };
+}
+
+/**
+ * A user's project-key grant, stored as the vault domain would (the sealed key
+ * and signature are placeholders: these tests only check who holds a grant).
+ */
+export async function insertUserGrant(
+  t: TestApp,
+  projectId: string,
+  userId: string,
+  granterId: string,
+): Promise<void> {
+  await t.testDb.db.kysely
+    .insertInto('vault_grants')
+    .values({
+      id: newId('grant'),
+      project_id: projectId,
+      epoch: 1,
+      kind: 'project_key',
+      recipient_type: 'user',
+      recipient_id: userId,
+      environment_id: null,
+      sealed_key: 'sealed',
+      granter_id: granterId,
+      signature: 'sig',
+      created_at: t.clock.now().toISOString(),
+    })
+    .execute();
+}
+
+/** How many vault grants a user holds (any project). */
+export async function grantCount(t: TestApp, userId: string): Promise<number> {
+  const rows = await t.testDb.db.kysely
+    .selectFrom('vault_grants')
+    .select('id')
+    .where('recipient_id', '=', userId)
+    .execute();
+  return rows.length;
+}
+
+/** Waits (without asserting on time) until `check` returns a value, or fails after `ms`. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  what: string,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
