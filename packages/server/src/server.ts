@@ -10,6 +10,7 @@ import {
   type RateLimitStore,
 } from './http/rate-limit.js';
 import { createRedirectServer, loadTls } from './http/tls.js';
+import { ListingCache } from './domains/secrets/listing-cache.js';
 
 export interface RunningServer {
   app: App;
@@ -26,13 +27,21 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
   const rateLimitStore: RateLimitStore = redis
     ? new RedisRateLimitStore(redis.client, `${config.redisKeyPrefix}rl:`)
     : new MemoryRateLimitStore();
+  let appLog: FastifyBaseLogger | null = null;
+  // With Redis, invalidations of cached secret listings reach every instance.
+  const listingCache = new ListingCache({
+    ...(redis ? { redis: redis.client, channel: `${config.redisKeyPrefix}listings` } : {}),
+    onError: (err) => appLog?.warn({ err }, 'listing cache: Redis invalidation failed'),
+  });
   const app = await buildApp({
     config,
     db,
     rateLimitStore,
+    listingCache,
     ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}),
   });
   redis?.attachLogger(app.log);
+  appLog = app.log;
   const address = await app.listen({ host: config.host, port: config.port });
   const port = Number(new URL(address).port);
   const url = `${tls ? 'https' : 'http'}://localhost:${port}`;

@@ -69,13 +69,18 @@ export class ListingCache {
     this.channel = options.channel ?? 'coffer:listing-invalidations';
     this.onError = options.onError ?? (() => undefined);
     this.publisher = options.redis ?? null;
-    this.subscriber = this.publisher?.duplicate() ?? null;
+    // A subscribing connection of its own that waits for Redis (and re-subscribes
+    // after a reconnect) however the shared client is tuned.
+    this.subscriber =
+      this.publisher?.duplicate({ lazyConnect: false, enableOfflineQueue: true }) ?? null;
     this.subscribed = Promise.resolve();
     if (this.subscriber) {
       this.subscriber.on('message', (channel: string, message: string) => {
         if (channel === this.channel) this.receive(message);
       });
-      this.subscriber.on('error', this.onError);
+      // Connection errors are logged by the shared client; missing a message only
+      // delays freeing memory (revisions keep every answer correct).
+      this.subscriber.on('error', () => undefined);
       this.subscribed = this.subscriber.subscribe(this.channel).then(
         () => undefined,
         (err: unknown) => this.onError(err),
@@ -83,7 +88,7 @@ export class ListingCache {
     }
   }
 
-  /** Resolves once this instance listens for other instances' invalidations. */
+  /** Resolves once this instance listens for other instances' invalidations (or failed to). */
   ready(): Promise<void> {
     return this.subscribed;
   }

@@ -35,7 +35,6 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
     onError: (err, dropped) => app.log.error({ err, dropped }, 'writing read audit events failed'),
   });
   app.addHook('onClose', () => readAudit.close());
-  await ctx.listingCache.ready();
   const service = secretsService({ ...ctx, readAudit });
   const base = '/projects/:project_id/environments/:env/secrets';
 
