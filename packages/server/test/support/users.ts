@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { prepareSignUp, ready, type UserKeys } from '@coffer/sdk';
+import {
+  derivePasswordKeys,
+  prepareSignUp,
+  ready,
+  type KdfParams,
+  type UserKeys,
+} from '@coffer/sdk';
 import type { TestApp } from './app.js';
 
 /** Cheap Argon2id for tests (the test app's KDF floor is lowered to allow it). */
@@ -83,5 +89,34 @@ export async function signUp(
     sessionId: data.session.id,
     keys,
     recoveryKey,
+  };
+}
+
+/**
+ * Logs in as a client does (prelogin, Argon2id, only the auth key is sent).
+ * Returns the raw response, and the session cookie and the password wrap key
+ * when it succeeded.
+ */
+export async function logIn(t: TestApp, email: string, password: string) {
+  await ready();
+  const pre = await t.request({ method: 'POST', url: '/v1/auth/prelogin', body: { email } });
+  const kdfParams = (pre.data as { data: { kdf_params: KdfParams } }).data.kdf_params;
+  const { authKey, wrapKey } = derivePasswordKeys(password, kdfParams);
+  const res = await t.request({
+    method: 'POST',
+    url: '/v1/auth/login',
+    body: { email, auth_key: authKey },
+  });
+  const cookie = sessionCookieOf(res.headers);
+  const session =
+    res.statusCode === 200
+      ? (res.data as { data: { session: { id: string } } }).data.session
+      : null;
+  return {
+    res,
+    wrapKey,
+    cookie: cookie ?? null,
+    sessionId: session?.id ?? null,
+    headers: cookie ? { cookie, origin: originOf(t) } : null,
   };
 }
