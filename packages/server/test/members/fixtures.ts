@@ -11,13 +11,17 @@ import { signUp, type TestUser } from '../support/users.js';
 export type BearerHeaders = { authorization: string };
 export type Caller = TestUser | BearerHeaders;
 
-const headersOf = (caller: Caller): Record<string, string> =>
-  'headers' in caller ? caller.headers : { authorization: caller.authorization };
+const headersOf = (caller: Caller | null): Record<string, string> =>
+  caller === null
+    ? {}
+    : 'headers' in caller
+      ? caller.headers
+      : { authorization: caller.authorization };
 
-/** A request as `caller` (a signed-in test user or a bearer). */
+/** A request as `caller` (a signed-in test user, a bearer, or `null`: anonymous). */
 export function as(
   t: TestApp,
-  caller: Caller,
+  caller: Caller | null,
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
   url: string,
   body?: unknown,

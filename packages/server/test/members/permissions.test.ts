@@ -87,10 +87,7 @@ for (const dialect of DIALECTS) {
       method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
       url: string,
       body?: unknown,
-    ) =>
-      caller
-        ? as(t, caller, method, url, body)
-        : t.request({ method, url, ...(body !== undefined ? { body } : {}) });
+    ) => as(t, caller, method, url, body);
 
     /** Runs `operation` for every caller and compares the whole row of statuses at once. */
     async function check(
