@@ -67,13 +67,10 @@ const SECRET_FIELDS = [
 
 /** Log paths that must never reach a log line: credentials and anything secret. */
 export const REDACTED_LOG_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'res.headers["set-cookie"]',
-  'headers.authorization',
-  'headers.cookie',
-  'headers["set-cookie"]',
+  // `req.headers.authorization`, `body.auth_key`, `user.credential.token`, …
   ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
+  'headers["set-cookie"]',
+  '*.headers["set-cookie"]',
 ];
 
 // Query parameters whose values may be credentials (e.g. an invitation token in a link).
@@ -82,6 +79,7 @@ const SECRET_QUERY = /token|key|secret|password|auth|code|sig/i;
 /** The request as logged: never headers or body, and secret-looking query values masked. */
 function requestForLog(request: FastifyRequest) {
   const url = request.url;
+  if (typeof url !== 'string') return request; // not a request (someone logged `{ req: … }`)
   const q = url.indexOf('?');
   let logged = url;
   if (q >= 0) {
@@ -206,6 +204,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         },
       },
     },
+    // Shared schemas keep their own name (`Pagination`) instead of `def-0`.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
+    transformObject: (document) =>
+      withOptionalDefaults(
+        'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+      ),
   });
 
   await app.register(healthRoutes, context);
@@ -239,4 +246,21 @@ function rejectMalformedRequest(err: Error & { code?: string }, socket: Socket):
     );
   }
   socket.destroy(err);
+}
+
+/**
+ * A query parameter with a default (`page`, `per_page`, `sort`, `order`) may be
+ * left out; the schema lists it as required only because validation fills it in.
+ */
+function withOptionalDefaults<T>(document: T): T {
+  const paths = (document as { paths?: Record<string, Record<string, unknown>> }).paths ?? {};
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      const parameters = (operation as { parameters?: unknown[] }).parameters ?? [];
+      for (const p of parameters as { in?: string; required?: boolean; schema?: object }[]) {
+        if (p.in !== 'path' && p.schema && 'default' in p.schema) p.required = false;
+      }
+    }
+  }
+  return document;
 }

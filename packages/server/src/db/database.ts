@@ -53,6 +53,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   }
   if (target.kind === 'postgres') {
     const pool = new pg.Pool({ connectionString: target.url, max: target.maxConnections ?? 10 });
+    // An idle pooled connection that the server ends (restart, failover, admin
+    // termination) is emitted here; unhandled it would crash the process. The
+    // pool drops that connection and opens a new one for the next query, and a
+    // query that fails meanwhile surfaces as that request's 500.
+    pool.on('error', () => undefined);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return postgresDb(kysely);
   }

@@ -60,9 +60,11 @@ export async function startTestApp(
      * foundation never saw.
      */
     routes?: (v1: App) => Promise<void>;
+    /** Serve this existing database (its owner cleans it up) instead of a fresh one. */
+    testDb?: TestDb;
   } = {},
 ): Promise<TestApp> {
-  const testDb = await createTestDb(dialect);
+  const testDb = options.testDb ?? (await createTestDb(dialect));
   const config = loadConfig({ ...TEST_ENV, DATA_DIR: testDb.dataDir, ...options.env });
   const clock = options.clock ?? new TestClock();
   const app = await buildApp({ config, db: testDb.db, clock, ...options.deps });
@@ -94,7 +96,7 @@ export async function startTestApp(
     },
     async close() {
       await app.close();
-      await testDb.cleanup();
+      if (!options.testDb) await testDb.cleanup();
     },
   };
 }

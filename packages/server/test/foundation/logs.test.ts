@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DIALECTS } from '../support/db.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { signUp, type TestUser } from '../support/users.js';
+import type { App } from '../../src/app.js';
+import { createProject, insertBearer } from './credentials.js';
+import { LogCapture } from './log-capture.js';
+
+const BEARER = 'cek_LogSecretBearer0000000000000000aaaaaa';
+const COOKIE = 'LogSecretCookieValue';
+const AUTH_KEY = 'LogSecretAuthKeyMaterial0000000000000000000';
+const QUERY_TOKEN = 'LogSecretQueryToken';
+const KEY_PART = 'LogSecretKeyPart';
+
+/**
+ * A route that logs what a careless handler might: the whole headers, the body
+ * and the response headers. Redaction must hold even then.
+ */
+async function carelessRoutes(v1: App): Promise<void> {
+  v1.post('/careless', async (request, reply) => {
+    reply.header('set-cookie', `coffer_session=${COOKIE}; HttpOnly`);
+    request.log.info(
+      { headers: request.headers, body: request.body, response: { headers: reply.getHeaders() } },
+      'careless handler',
+    );
+    return { data: { ok: true } };
+  });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`structured logs (${dialect})`, () => {
+    const logs = new LogCapture();
+    let t: TestApp;
+    let user: TestUser;
+    let apiKey: string;
+    const requestIds: string[] = [];
+    before(async () => {
+      t = await startTestApp(dialect, {
+        deps: { logger: logs.options() },
+        routes: carelessRoutes,
+      });
+      user = await signUp(t);
+      apiKey = await insertBearer(t, 'api_key', await createProject(t, user), user.id);
+      const sent = [
+        await t.request({
+          method: 'GET',
+          url: '/v1/projects',
+          headers: { authorization: `Bearer ${BEARER}` },
+        }),
+        await t.request({
+          method: 'GET',
+          url: '/v1/me',
+          headers: { cookie: `coffer_session=${COOKIE}` },
+        }),
+        await t.request({ method: 'GET', url: '/v1/me', headers: { cookie: user.cookie } }),
+        await t.request({
+          method: 'POST',
+          url: '/v1/auth/login',
+          body: { email: user.email, auth_key: AUTH_KEY },
+        }),
+        await t.request({ method: 'GET', url: `/v1/invitations?token=${QUERY_TOKEN}&page=1` }),
+        // A credential with its key part attached: refused, and the key part never logged.
+        await t.request({
+          method: 'GET',
+          url: '/v1/projects',
+          headers: { authorization: `Bearer ${BEARER}.${KEY_PART}` },
+        }),
+        await t.request({
+          method: 'POST',
+          url: '/v1/careless',
+          // A valid API key, so the handler runs and logs it.
+          headers: { authorization: `Bearer ${apiKey}`, cookie: user.cookie },
+          body: { auth_key: AUTH_KEY, nested: { password: AUTH_KEY, token: QUERY_TOKEN } },
+        }),
+      ];
+      for (const res of sent) requestIds.push(String(res.headers['x-request-id']));
+    });
+    after(async () => t.close());
+
+    it('writes JSON lines for every request, each tagged with its request id', () => {
+      const lines = logs.lines;
+      for (const id of requestIds) {
+        const mine = lines.filter((l) => l.reqId === id);
+        assert.ok(
+          mine.some((l) => l.msg === 'incoming request'),
+          `incoming request logged for ${id}`,
+        );
+        assert.ok(
+          mine.some((l) => l.msg === 'request completed'),
+          `request completed logged for ${id}`,
+        );
+      }
+    });
+
+    it('never writes a bearer, a cookie, a session cookie, an auth key or a key part', () => {
+      assert.ok(logs.lines.some((l) => l.msg === 'careless handler'));
+      const sessionValue = user.cookie.split('=')[1]!;
+      for (const secret of [
+        BEARER,
+        apiKey,
+        COOKIE,
+        sessionValue,
+        AUTH_KEY,
+        QUERY_TOKEN,
+        KEY_PART,
+      ]) {
+        assert.ok(!logs.text.includes(secret), `${secret.slice(0, 12)}… must not be logged`);
+      }
+      assert.match(logs.text, /\[redacted\]/);
+    });
+
+    it('logs the path and the harmless query parameters, masking secret-looking ones', () => {
+      const line = logs.lines.find(
+        (l) =>
+          l.msg === 'incoming request' &&
+          String((l.req as { url: string }).url).includes('/v1/invitations'),
+      );
+      assert.ok(line);
+      const url = String((line.req as { url: string }).url);
+      assert.match(url, /^\/v1\/invitations\?/);
+      assert.match(url, /page=1/);
+      assert.match(url, /token=%5Bredacted%5D/);
+    });
+  });
+}
