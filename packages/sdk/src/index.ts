@@ -2,3 +2,4 @@
 export * from './crypto/index.js';
 export * from './client/index.js';
 export * from './crypto/token-signing.js';
+export * from './vault/index.js';

@@ -29,3 +29,5 @@
 export * from './errors.js';
 export * from './http.js';
 export * from './auth.js';
+export * from './vault.js';
+export * from './tokens.js';

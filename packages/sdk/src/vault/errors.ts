@@ -1,0 +1,39 @@
+/**
+ * Why a vault operation cannot proceed, as stable codes the CLI and dashboard
+ * can switch on. API refusals stay `CofferApiError`s and crypto failures
+ * `CryptoError`s; these are the vault's own rules.
+ */
+export type VaultErrorCode =
+  /** The project's vault has no key yet (epoch 0): create it with `initializeVault`. */
+  | 'not_initialized'
+  | 'already_initialized'
+  /** The caller holds no grant for the current epoch (a viewer, or a member not granted yet). */
+  | 'no_grant'
+  /** A token asked for an environment outside its scopes. */
+  | 'out_of_scope'
+  /** The operation needs the project key, which only members hold. */
+  | 'not_a_member'
+  /** `trustGranter` refused the key that signed a grant. */
+  | 'untrusted_granter'
+  /** The member's key fingerprint is not the one the caller confirmed. */
+  | 'fingerprint_mismatch'
+  /** The member is not waiting for a grant (already granted, a viewer, or not an active member). */
+  | 'not_pending'
+  | 'unknown_environment';
+
+export class VaultError extends Error {
+  readonly code: VaultErrorCode;
+
+  constructor(code: VaultErrorCode, message: string) {
+    super(message);
+    this.name = 'VaultError';
+    this.code = code;
+  }
+}
+
+/** `instanceof` fails across duplicated bundles; this checks the shape too. */
+export function isVaultError(error: unknown, code?: VaultErrorCode): error is VaultError {
+  if (!(error instanceof Error) || error.name !== 'VaultError') return false;
+  const actual = (error as { code?: unknown }).code;
+  return typeof actual === 'string' && (code === undefined || actual === code);
+}

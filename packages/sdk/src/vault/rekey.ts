@@ -1,0 +1,168 @@
+import {
+  createGrant,
+  decryptSecretValue,
+  deriveEnvironmentKey,
+  encryptSecretValue,
+  generateProjectKey,
+  ready,
+} from '../crypto/index.js';
+import { sodium } from '../crypto/sodium.js';
+import { CofferApiError } from '../client/errors.js';
+import type { CofferClient } from '../client/http.js';
+import {
+  getVaultSnapshot,
+  postRekey,
+  type RekeyResult,
+  type RekeyUpload,
+  type VaultSnapshot,
+} from '../client/vault.js';
+import { grantUpload } from './project.js';
+import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
+
+export type RekeyPhase = 'snapshot' | 'reencrypt' | 'grants' | 'commit' | 'retry' | 'done';
+
+export interface RekeyProgress {
+  phase: RekeyPhase;
+  /** Items finished in this phase (versions while re-encrypting, grants while granting). */
+  done: number;
+  total: number;
+  /** 1 for the first try; more after a concurrent change forced a retry. */
+  attempt: number;
+}
+
+export interface RekeyOptions extends OpenVaultOptions {
+  onProgress?: (progress: RekeyProgress) => void;
+  /** Tries in total when a concurrent change (a write, a member, a token) conflicts. Default 5. */
+  maxAttempts?: number;
+}
+
+/** How often `reencrypt` progress is reported. */
+const PROGRESS_EVERY = 500;
+
+/**
+ * Re-keys a project's vault (an admin with the current key): fetches the
+ * snapshot, generates a new project key, re-encrypts every stored version —
+ * history included — under the next epoch, grants the new key to every member
+ * with vault access and each live token's environments, and commits it all in
+ * one request. A 409 from a concurrent change (a secret written, a member or a
+ * token added meanwhile) refetches and redoes the work.
+ */
+export async function rekey(
+  client: CofferClient,
+  projectId: string,
+  keys: VaultKeys,
+  options: RekeyOptions = {},
+): Promise<RekeyResult> {
+  await ready();
+  const maxAttempts = options.maxAttempts ?? 5;
+  const report = options.onProgress ?? (() => undefined);
+  const session = await openVault(client, projectId, keys, options);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      report({ phase: 'snapshot', done: 0, total: 1, attempt });
+      const snapshot = await getVaultSnapshot(client, projectId);
+      if (snapshot.epoch !== session.epoch) await session.refresh();
+      const upload = buildRekey(session, snapshot, (phase, done, total) =>
+        report({ phase, done, total, attempt }),
+      );
+      report({ phase: 'commit', done: 0, total: 1, attempt });
+      try {
+        const result = await postRekey(client, projectId, upload);
+        report({ phase: 'done', done: 1, total: 1, attempt });
+        return result;
+      } catch (error) {
+        if (
+          attempt < maxAttempts &&
+          error instanceof CofferApiError &&
+          error.code === 'version_conflict'
+        ) {
+          report({ phase: 'retry', done: 0, total: 1, attempt });
+          await session.refresh();
+          continue;
+        }
+        throw error;
+      }
+    }
+  } finally {
+    session.forget();
+  }
+}
+
+function buildRekey(
+  session: VaultSession,
+  snapshot: VaultSnapshot,
+  report: (phase: RekeyPhase, done: number, total: number) => void,
+): RekeyUpload {
+  const lib = sodium();
+  const projectId = session.projectId;
+  const { key: oldKey, epoch: from } = session.projectKey();
+  const to = from + 1;
+  const newKey = generateProjectKey();
+  const oldKeys = new Map<string, Uint8Array>();
+  const newKeys = new Map<string, Uint8Array>();
+  const keyOf = (cache: Map<string, Uint8Array>, pmk: Uint8Array, env: string, epoch: number) => {
+    let key = cache.get(env);
+    if (!key) cache.set(env, (key = deriveEnvironmentKey(pmk, projectId, env, epoch)));
+    return key;
+  };
+  try {
+    const total = snapshot.versions.length;
+    const versions = snapshot.versions.map((v, i) => {
+      if (i % PROGRESS_EVERY === 0) report('reencrypt', i, total);
+      const binding = { projectId, environmentId: v.environment_id, name: v.name };
+      const value = decryptSecretValue({
+        ...binding,
+        epoch: from,
+        environmentKey: keyOf(oldKeys, oldKey, v.environment_id, from),
+        envelope: v.value,
+      });
+      return {
+        id: v.id,
+        value: encryptSecretValue({
+          ...binding,
+          epoch: to,
+          environmentKey: keyOf(newKeys, newKey, v.environment_id, to),
+          value,
+        }),
+      };
+    });
+    report('reencrypt', total, total);
+
+    const signer = session.signer;
+    const seal = (
+      key: Uint8Array,
+      recipientId: string,
+      recipientPublicKey: string,
+      environmentId: string | null,
+    ) =>
+      createGrant({
+        key,
+        kind: environmentId === null ? 'project_key' : 'environment_key',
+        projectId,
+        epoch: to,
+        environmentId,
+        recipientId,
+        recipientPublicKey,
+        granterId: signer.id,
+        granterSigningSecretKey: signer.signingSecretKey,
+      });
+    const tokens = [...snapshot.api_keys, ...snapshot.ci_tokens];
+    const grantTotal =
+      snapshot.members.length + tokens.reduce((n, t) => n + Object.keys(t.scopes).length, 0);
+    report('grants', 0, grantTotal);
+    const grants = snapshot.members.map((m) =>
+      grantUpload(seal(newKey, m.user_id, m.public_key, null)),
+    );
+    const tokenGrants = tokens.flatMap((t) =>
+      Object.keys(t.scopes).map((env) => ({
+        ...grantUpload(seal(keyOf(newKeys, newKey, env, to), t.id, t.public_key, env)),
+        environment_id: env,
+      })),
+    );
+    report('grants', grantTotal, grantTotal);
+    return { from_epoch: from, versions, grants, token_grants: tokenGrants };
+  } finally {
+    lib.memzero(newKey);
+    for (const key of [...oldKeys.values(), ...newKeys.values()]) lib.memzero(key);
+  }
+}

@@ -1,0 +1,210 @@
+import {
+  deriveEnvironmentKey,
+  openGrant,
+  ready,
+  toBase64url,
+  type KeyPair,
+} from '../crypto/index.js';
+import { sodium } from '../crypto/sodium.js';
+import type { CofferClient } from '../client/http.js';
+import { getVault, type StoredGrant, type VaultStatus } from '../client/vault.js';
+import { VaultError } from './errors.js';
+
+/** A member's key pairs (from `logIn`) or a token's (from `tokenKeysFromKeyPart`). */
+export interface VaultKeys {
+  encryption: KeyPair;
+  signing: KeyPair;
+}
+
+export interface OpenVaultOptions {
+  /**
+   * Whether to accept `signingPublicKey` as the key of `granterId`, who signed one
+   * of the caller's grants. The server reports that key; a client that has
+   * compared fingerprints out of band can pin it here. Grants you signed yourself
+   * are always checked against your own key, whatever this says. Default: accept.
+   */
+  trustGranter?: (granterId: string, signingPublicKey: string) => boolean | Promise<boolean>;
+}
+
+/** An environment key and the epoch it belongs to: what encrypts and decrypts that environment's values. */
+export interface EnvironmentKey {
+  key: Uint8Array;
+  epoch: number;
+}
+
+/** Who signs the grants this session makes: a member's user id, or an API key's id. */
+export interface Signer {
+  id: string;
+  signingSecretKey: Uint8Array;
+}
+
+/**
+ * The caller's opened view of one project's vault. Members hold the project key
+ * (PMK) and derive any environment key from it; tokens hold the environment keys
+ * of their scopes. This is the "environment key provider" the secrets client
+ * uses: `environmentKey(environmentId)` (or `(projectId, environmentId)`).
+ * Call `refresh()` after a `stale_epoch` conflict: a re-key moved the epoch.
+ */
+export class VaultSession {
+  private current: VaultStatus | null = null;
+  private projectKeyBytes: Uint8Array | null = null;
+  private readonly environmentKeys = new Map<string, Uint8Array>();
+
+  constructor(
+    readonly client: CofferClient,
+    readonly projectId: string,
+    private readonly keys: VaultKeys,
+    private readonly options: OpenVaultOptions = {},
+  ) {}
+
+  /** The vault as last fetched: epoch, `rekey_recommended`, and for admins `pending_grants`. */
+  get status(): VaultStatus {
+    if (!this.current) throw new VaultError('not_initialized', 'Call refresh() first');
+    return this.current;
+  }
+
+  get epoch(): number {
+    return this.status.epoch;
+  }
+
+  /** Who the grants are addressed to: `{ type: 'user' | 'api_key' | 'ci_token', id }`. */
+  get recipient(): VaultStatus['recipient'] {
+    return this.status.recipient;
+  }
+
+  get signer(): Signer {
+    return { id: this.recipient.id, signingSecretKey: this.keys.signing.secretKey };
+  }
+
+  /** Fetches the vault again and opens the caller's grants for the current epoch. */
+  async refresh(): Promise<void> {
+    await ready();
+    const status = await getVault(this.client, this.projectId);
+    const projectKey: Uint8Array[] = [];
+    const environmentKeys = new Map<string, Uint8Array>();
+    for (const grant of status.grants) {
+      const key = await this.open(grant, status);
+      if (grant.kind === 'project_key') projectKey.push(key);
+      else environmentKeys.set(grant.environment_id!, key);
+    }
+    this.forget();
+    this.current = status;
+    this.projectKeyBytes = projectKey[0] ?? null;
+    for (const [id, key] of environmentKeys) this.environmentKeys.set(id, key);
+  }
+
+  /** Whether the caller can decrypt anything at all (viewers cannot). */
+  get holdsKeys(): boolean {
+    return this.projectKeyBytes !== null || this.environmentKeys.size > 0;
+  }
+
+  /**
+   * The key of one environment at the current epoch. Accepts `(environmentId)`
+   * or `(projectId, environmentId)`, the shape the secrets client asks for.
+   */
+  async environmentKey(first: string, second?: string): Promise<EnvironmentKey> {
+    const environmentId = second ?? first;
+    if (second !== undefined && first !== this.projectId) {
+      throw new VaultError(
+        'unknown_environment',
+        `This vault session is for project ${this.projectId}, not ${first}`,
+      );
+    }
+    if (!this.current) await this.refresh();
+    const epoch = this.epoch;
+    if (epoch === 0) throw notInitialized(this.projectId);
+    const cached = this.environmentKeys.get(environmentId);
+    if (cached) return { key: cached, epoch };
+    if (this.projectKeyBytes) {
+      const key = deriveEnvironmentKey(this.projectKeyBytes, this.projectId, environmentId, epoch);
+      this.environmentKeys.set(environmentId, key);
+      return { key, epoch };
+    }
+    if (this.recipient.type === 'user') {
+      throw new VaultError(
+        'no_grant',
+        'You hold no key for this project: viewers never do, and a new member waits until an admin grants it',
+      );
+    }
+    throw new VaultError(
+      'out_of_scope',
+      `This token holds no key for environment ${environmentId}: it is outside its scopes`,
+    );
+  }
+
+  /** The project key at the current epoch (members only): for granting it and re-keying. */
+  projectKey(): EnvironmentKey {
+    if (this.recipient.type !== 'user') {
+      throw new VaultError(
+        'not_a_member',
+        'Only members hold the project key; tokens hold environment keys',
+      );
+    }
+    if (this.epoch === 0) throw notInitialized(this.projectId);
+    if (!this.projectKeyBytes) {
+      throw new VaultError(
+        'no_grant',
+        'You hold no grant of the project key for the current epoch',
+      );
+    }
+    return { key: this.projectKeyBytes, epoch: this.epoch };
+  }
+
+  /** Best-effort erasure of the keys held in memory. */
+  forget(): void {
+    const lib = sodium();
+    if (this.projectKeyBytes) lib.memzero(this.projectKeyBytes);
+    for (const key of this.environmentKeys.values()) lib.memzero(key);
+    this.projectKeyBytes = null;
+    this.environmentKeys.clear();
+  }
+
+  private async open(grant: StoredGrant, status: VaultStatus): Promise<Uint8Array> {
+    const own = grant.granter_id === status.recipient.id;
+    const granterKey = own
+      ? toBase64url(this.keys.signing.publicKey)
+      : grant.granter_signing_public_key;
+    if (!granterKey) {
+      throw new VaultError(
+        'untrusted_granter',
+        `The signer of a grant (${grant.granter_id}) has no known key`,
+      );
+    }
+    if (
+      !own &&
+      this.options.trustGranter &&
+      !(await this.options.trustGranter(grant.granter_id, granterKey))
+    ) {
+      throw new VaultError('untrusted_granter', `The key of ${grant.granter_id} is not trusted`);
+    }
+    return openGrant(grant, {
+      recipientPublicKey: this.keys.encryption.publicKey,
+      recipientSecretKey: this.keys.encryption.secretKey,
+      granterSigningPublicKey: granterKey,
+      expected: {
+        projectId: this.projectId,
+        epoch: status.epoch,
+        // A member's grant is the project key; a token's, an environment key (the
+        // environment is covered by the signature).
+        kind: status.recipient.type === 'user' ? 'project_key' : 'environment_key',
+        environmentId: grant.environment_id,
+        recipientId: status.recipient.id,
+      },
+    });
+  }
+}
+
+const notInitialized = (projectId: string) =>
+  new VaultError('not_initialized', `The vault of project ${projectId} is not initialised yet`);
+
+/** Opens the caller's grants of a project: members with their user keys, tokens with their key-part keys. */
+export async function openVault(
+  client: CofferClient,
+  projectId: string,
+  keys: VaultKeys,
+  options: OpenVaultOptions = {},
+): Promise<VaultSession> {
+  const session = new VaultSession(client, projectId, keys, options);
+  await session.refresh();
+  return session;
+}
