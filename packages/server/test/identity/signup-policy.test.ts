@@ -163,6 +163,30 @@ for (const dialect of DIALECTS) {
     });
   });
 
+  describe(`identity: sign-up policy invite, empty instance (${dialect})`, () => {
+    let t: TestApp;
+    before(async () => {
+      await ready();
+      t = await startTestApp(dialect, { env: { SIGNUP_POLICY: 'invite' } });
+    });
+    after(async () => t.close());
+
+    it('two first sign-ups at once: exactly one gets in', async () => {
+      const answers = await Promise.all([
+        signupRequest(t, uniqueEmail('first')),
+        signupRequest(t, uniqueEmail('first')),
+        signupRequest(t, uniqueEmail('first')),
+      ]);
+      assert.deepEqual(answers.map((r) => r.statusCode).sort(), [201, 403, 403]);
+      const active = await t.testDb.db.kysely
+        .selectFrom('users')
+        .select('id')
+        .where('status', '=', 'active')
+        .execute();
+      assert.equal(active.length, 1);
+    });
+  });
+
   describe(`identity: sign-up policy open (${dialect})`, () => {
     let t: TestApp;
     before(async () => {

@@ -149,6 +149,10 @@ export const readSetting = async (db: Db, name: string): Promise<string | undefi
       .executeTakeFirst()
   )?.value;
 
+/** Inserts a setting; throws a unique violation when it exists (a one-time claim). */
+export const insertSetting = (db: Db, name: string, value: string, now: string) =>
+  db.insertInto('server_settings').values({ name, value, created_at: now }).execute();
+
 /** Inserts unless another instance already did; the stored value wins either way. */
 export async function insertSettingIfAbsent(
   db: Db,

@@ -27,6 +27,13 @@ const MAX_EMAIL_LENGTH = 254;
 const MAX_USER_AGENT_LENGTH = 512;
 const EMAIL_FORMAT = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/;
 const PRELOGIN_SECRET = 'prelogin_salt_secret';
+/** Claimed by the first user admitted without an invitation under `SIGNUP_POLICY=invite`. */
+const FIRST_USER = 'first_user_without_invitation';
+const inviteOnly = () =>
+  new AppError(
+    'forbidden',
+    'Sign-up is by invitation only: use the link in your invitation e-mail',
+  );
 
 // Wrong password and unknown e-mail must look the same: same status, code and
 // message, and the same work (a hash and a constant-time compare).
@@ -241,6 +248,7 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
           );
 
         let emailVerified = 0;
+        let firstUserOfInviteOnly = false;
         if (body.invitation_token !== undefined) {
           const invitation = existing
             ? await repo.findPendingInvitation(
@@ -256,11 +264,9 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
               'The invitation token is invalid, expired or meant for another e-mail address',
             );
           emailVerified = 1;
-        } else if (ctx.config.signupPolicy === 'invite' && (await repo.countActiveUsers(trx)) > 0) {
-          throw new AppError(
-            'forbidden',
-            'Sign-up is by invitation only: use the link in your invitation e-mail',
-          );
+        } else if (ctx.config.signupPolicy === 'invite') {
+          if ((await repo.countActiveUsers(trx)) > 0) throw inviteOnly();
+          firstUserOfInviteOnly = true;
         }
 
         const account: repo.AccountFields = {
@@ -276,6 +282,16 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
           recovery_wrapped_private_keys: body.recovery_wrapped_private_keys,
           updated_at: nowIso,
         };
+        if (firstUserOfInviteOnly) {
+          // Two first sign-ups racing on PostgreSQL both see no users; this
+          // one-time row lets exactly one of them in.
+          try {
+            await repo.insertSetting(trx, FIRST_USER, email, nowIso);
+          } catch (error) {
+            if (isUniqueViolation(error)) throw inviteOnly();
+            throw error;
+          }
+        }
         const alreadyExists = () =>
           new AppError('already_exists', 'An account with this e-mail address already exists');
         let id: string;
