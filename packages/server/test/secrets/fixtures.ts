@@ -2,6 +2,7 @@
 // members of every role, tokens, and real envelopes from the SDK's crypto.
 import { randomBytes } from 'node:crypto';
 import {
+  createGrant,
   deriveEnvironmentKey,
   encryptSecretValue,
   generateBearer,
@@ -80,16 +81,38 @@ export async function createProject(t: TestApp): Promise<TestProject> {
 }
 
 /**
- * TEST-ONLY shortcut until the vault routes land: moves the project to epoch 1
- * directly in the database and keeps a project key generated here. The server
- * never sees keys either way; only the epoch matters to it.
+ * Initialises the vault as the SDK does: the admin's first self-grant of a
+ * project key at epoch 1 (`POST …/vault/grants`). The test plays the admin's
+ * client and keeps the key; the server only ever sees the sealed grant.
  */
 export async function initVault(t: TestApp, project: TestProject): Promise<void> {
-  await t.testDb.db.kysely
-    .updateTable('projects')
-    .set({ vault_epoch: 1 })
-    .where('id', '=', project.id)
-    .execute();
+  const { admin } = project;
+  const grant = createGrant({
+    key: project.pmk,
+    kind: 'project_key',
+    projectId: project.id,
+    epoch: 1,
+    recipientId: admin.id,
+    recipientPublicKey: admin.keys.encryption.publicKey,
+    granterId: admin.id,
+    granterSigningSecretKey: admin.keys.signing.secretKey,
+  });
+  const res = await t.request({
+    method: 'POST',
+    url: `/v1/projects/${project.id}/vault/grants`,
+    headers: admin.headers,
+    body: {
+      grants: [
+        {
+          recipient_id: grant.recipient_id,
+          epoch: grant.epoch,
+          sealed_key: grant.sealed_key,
+          signature: grant.signature,
+        },
+      ],
+    },
+  });
+  expectStatus(res, 200);
   project.epoch = 1;
 }
 
