@@ -1,0 +1,255 @@
+import {
+  acceptInvitation,
+  declineInvitation,
+  inviteMember,
+  listInvitations,
+  listMembers,
+  removeMember,
+  updateMemberRole,
+  type Member,
+} from '../sdk-pending.js';
+import type { CofferClient } from '@coffer/sdk';
+import { PROJECT_OPTION, str, type Command, type Options } from '../cli/command.js';
+import { CliError, UsageError } from '../cli/errors.js';
+import { note, printJson, printTable, shortTime } from '../cli/output.js';
+import { confirm, interactive } from '../cli/prompt.js';
+import { Context } from '../context.js';
+import { allPages } from '../resolve.js';
+import { currentProjectId } from '../scope.js';
+
+const ROLES = ['admin', 'developer', 'viewer'] as const;
+type Role = (typeof ROLES)[number];
+
+function role(value: string | undefined, command: string): Role {
+  if (value === undefined) throw new UsageError('missing --role admin|developer|viewer', command);
+  if (!(ROLES as readonly string[]).includes(value)) {
+    throw new UsageError(`--role must be admin, developer or viewer, not "${value}"`, command);
+  }
+  return value as Role;
+}
+
+const ROLE_OPTION: Options = {
+  role: { type: 'string', short: 'r', value: 'ROLE', description: 'admin, developer or viewer' },
+};
+
+/** Every member of the project (all pages). */
+const allMembers = (client: CofferClient, project: string) =>
+  allPages((page, per_page) => listMembers(client, project, { page, per_page }));
+
+/** A member by `mbr_` id, `usr_` id or e-mail address. */
+export async function findMember(
+  client: CofferClient,
+  project: string,
+  ref: string,
+): Promise<Member> {
+  const wanted = ref.trim().toLowerCase();
+  const member = (await allMembers(client, project)).find(
+    (m) => m.id === ref || m.user.id === ref || m.user.email.toLowerCase() === wanted,
+  );
+  if (!member) throw new CliError('not_found', `no member "${ref}" in this project`);
+  return member;
+}
+
+const list: Command = {
+  name: 'members list',
+  summary: "list the project's members and pending invitations",
+  options: {
+    ...PROJECT_OPTION,
+    role: { type: 'string', value: 'ROLE', description: 'only members with this role' },
+    status: {
+      type: 'string',
+      value: 'STATUS',
+      description: 'only active, pending or revoked members',
+    },
+  },
+  async run({ values }) {
+    const ctx = new Context(values);
+    const client = await ctx.client();
+    const project = await currentProjectId(ctx, client);
+    const filterRole = str(values, 'role');
+    const status = str(values, 'status');
+    const members = await allPages((page, per_page) =>
+      listMembers(client, project, {
+        page,
+        per_page,
+        ...(filterRole ? { role: filterRole as Role } : {}),
+        ...(status ? { status: status as Member['status'] } : {}),
+      }),
+    );
+    if (ctx.json) return printJson(members);
+    printTable(
+      ['id', 'email', 'name', 'role', 'status', 'since'],
+      members.map((m) => [
+        m.id,
+        m.user.email,
+        m.user.name,
+        m.role,
+        m.status,
+        shortTime(m.joined_at ?? m.invited_at),
+      ]),
+    );
+  },
+};
+
+const invite: Command = {
+  name: 'members invite',
+  summary: 'invite someone by e-mail (admins)',
+  args: 'EMAIL',
+  positionals: [1, 1],
+  options: { ...PROJECT_OPTION, ...ROLE_OPTION },
+  description:
+    'Someone without an account receives an e-mail with a sign-up link. Once they accept, an admin grants them the vault key with `coffer vault grant EMAIL`.',
+  async run({ values, positionals }) {
+    const r = role(str(values, 'role'), 'members invite');
+    const ctx = new Context(values);
+    const client = await ctx.client();
+    const project = await currentProjectId(ctx, client);
+    const member = await inviteMember(client, project, { email: positionals[0]!, role: r });
+    if (ctx.json) return printJson(member);
+    note(
+      `Invited ${member.user.email} as ${member.role} (${member.id}); the invitation is pending until they accept it.`,
+    );
+  },
+};
+
+const setRole: Command = {
+  name: 'members set-role',
+  summary: "change a member's role (admins)",
+  args: 'MEMBER ROLE',
+  positionals: [2, 2],
+  options: PROJECT_OPTION,
+  description: 'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address.',
+  async run({ values, positionals }) {
+    const r = role(positionals[1], 'members set-role');
+    const ctx = new Context(values);
+    const client = await ctx.client();
+    const project = await currentProjectId(ctx, client);
+    const member = await findMember(client, project, positionals[0]!);
+    const updated = await updateMemberRole(client, project, member.id, r);
+    if (ctx.json) return printJson(updated);
+    note(`${updated.user.email} is now ${updated.role}.`);
+    if (r !== 'viewer' && member.role === 'viewer') {
+      note(
+        `They need the vault key to read secrets: \`coffer vault grant ${updated.user.email}\`.`,
+      );
+    }
+  },
+};
+
+const remove: Command = {
+  name: 'members remove',
+  summary: 'remove a member or withdraw an invitation (admins)',
+  args: 'MEMBER',
+  positionals: [1, 1],
+  options: {
+    ...PROJECT_OPTION,
+    rekey: {
+      type: 'boolean',
+      description: 're-key the vault right after the removal (for scripts)',
+    },
+  },
+  description:
+    'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. A removed member who could read secrets may have kept a copy of the vault key: re-key afterwards (offered on a terminal; --rekey in scripts) so nothing written from now on, and nothing stored, opens with it.',
+  async run({ values, positionals }) {
+    const ctx = new Context(values);
+    const client = await ctx.client();
+    const project = await currentProjectId(ctx, client);
+    const member = await findMember(client, project, positionals[0]!);
+    await removeMember(client, project, member.id);
+    const hadAccess = member.status === 'active' && member.role !== 'viewer';
+    if (!ctx.json) note(`Removed ${member.user.email} (${member.id}).`);
+    let rekeyed = false;
+    if (
+      values.rekey === true ||
+      (hadAccess &&
+        !ctx.json &&
+        interactive() &&
+        (await confirm('They could read secrets. Re-key the vault now?')))
+    ) {
+      const { rekeyVault } = await import('./vault.js');
+      await rekeyVault(ctx, client, project);
+      rekeyed = true;
+    } else if (hadAccess && !ctx.json) {
+      note('They could read secrets: re-key the vault with `coffer vault rekey`.');
+    }
+    if (ctx.json)
+      printJson({ removed: member.id, rekeyed, rekey_recommended: hadAccess && !rekeyed });
+  },
+};
+
+const invitations: Command = {
+  name: 'invitations list',
+  summary: 'your pending invitations',
+  async run({ values }) {
+    const ctx = new Context(values);
+    const client = await ctx.userClient();
+    const items = await allPages((page, per_page) => listInvitations(client, { page, per_page }));
+    if (ctx.json) return printJson(items);
+    printTable(
+      ['id', 'project', 'role', 'invited', 'expires'],
+      items.map((i) => [
+        i.id,
+        i.project.name,
+        i.role,
+        shortTime(i.invited_at),
+        shortTime(i.expires_at),
+      ]),
+      'No pending invitations.',
+    );
+  },
+};
+
+const accept: Command = {
+  name: 'invitations accept',
+  summary: 'accept an invitation (then an admin grants you the vault key)',
+  args: 'INVITATION',
+  positionals: [1, 1],
+  description: 'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name.',
+  async run({ values, positionals }) {
+    const ctx = new Context(values);
+    const client = await ctx.userClient();
+    const id = await invitationId(client, positionals[0]!);
+    const member = await acceptInvitation(client, id);
+    if (ctx.json) return printJson(member);
+    note(`Joined project ${member.project_id} as ${member.role}.`);
+    if (member.role !== 'viewer')
+      note(
+        'An admin must now grant you the vault key (`coffer vault grant`) before you can read secrets.',
+      );
+  },
+};
+
+const decline: Command = {
+  name: 'invitations decline',
+  summary: 'decline an invitation',
+  args: 'INVITATION',
+  positionals: [1, 1],
+  async run({ values, positionals }) {
+    const ctx = new Context(values);
+    const client = await ctx.userClient();
+    const id = await invitationId(client, positionals[0]!);
+    await declineInvitation(client, id);
+    if (ctx.json) return printJson({ declined: id });
+    note('Invitation declined.');
+  },
+};
+
+async function invitationId(client: CofferClient, ref: string): Promise<string> {
+  if (ref.startsWith('mbr_')) return ref;
+  const wanted = ref.trim().toLowerCase();
+  const items = await allPages((page, per_page) => listInvitations(client, { page, per_page }));
+  const matches = items.filter(
+    (i) => i.project.name.toLowerCase() === wanted || i.project.id === ref,
+  );
+  if (matches.length !== 1) {
+    throw new CliError(
+      'not_found',
+      matches.length
+        ? `several invitations match "${ref}": use the id`
+        : `no pending invitation for "${ref}"`,
+    );
+  }
+  return matches[0]!.id;
+}
+
+export const commands: Command[] = [list, invite, setRole, remove, invitations, accept, decline];

@@ -1,0 +1,143 @@
+// The `coffer` entry point. It only dispatches: each command group lives in its
+// own module, imported when that group runs, so `coffer run` never pays for
+// the code of `vault rekey` (startup time is the CLI's main performance target).
+import { commandHelp, parseCommand, type Command } from './cli/command.js';
+import { describeError, EXIT_ERROR, EXIT_USAGE, UsageError } from './cli/errors.js';
+
+interface Group {
+  summary: string;
+  load(): Promise<{ commands: Command[] }>;
+}
+
+const GROUPS: Record<string, Group> = {
+  signup: {
+    summary: 'create an account (prints your recovery key once)',
+    load: () => import('./commands/auth.js'),
+  },
+  login: {
+    summary: 'log in and store the session on this machine',
+    load: () => import('./commands/auth.js'),
+  },
+  logout: {
+    summary: 'end the session and forget it on this machine',
+    load: () => import('./commands/auth.js'),
+  },
+  whoami: { summary: 'show who you are logged in as', load: () => import('./commands/auth.js') },
+  setup: {
+    summary: 'link this directory to a project and environment',
+    load: () => import('./commands/setup.js'),
+  },
+  projects: {
+    summary: 'list, create and delete projects',
+    load: () => import('./commands/projects.js'),
+  },
+  envs: {
+    summary: "list, create, rename and delete a project's environments",
+    load: () => import('./commands/envs.js'),
+  },
+  members: {
+    summary: 'list, invite, change the role of and remove members',
+    load: () => import('./commands/members.js'),
+  },
+  invitations: {
+    summary: 'your invitations: list, accept, decline',
+    load: () => import('./commands/members.js'),
+  },
+  vault: {
+    summary: 'vault status, grant a member access, re-key',
+    load: () => import('./commands/vault.js'),
+  },
+  secrets: {
+    summary: 'list, get, set, delete, import and export secrets',
+    load: () => import('./commands/secrets.js'),
+  },
+  run: {
+    summary: "run a command with the environment's secrets",
+    load: () => import('./commands/run.js'),
+  },
+  'api-keys': {
+    summary: 'create, list and revoke API keys',
+    load: () => import('./commands/tokens.js'),
+  },
+  'ci-tokens': {
+    summary: 'create, list and revoke short-lived CI tokens',
+    load: () => import('./commands/tokens.js'),
+  },
+};
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(GROUPS).map((n) => n.length));
+  return [
+    'Usage: coffer <command> [options]',
+    '',
+    'Coffer: end-to-end encrypted secrets for teams and pipelines.',
+    '',
+    'Commands:',
+    ...Object.entries(GROUPS).map(([name, g]) => `  ${name.padEnd(width)}  ${g.summary}`),
+    '',
+    'Run `coffer <command> --help` for a command’s options.',
+    'Credentials: COFFER_TOKEN (an API key or CI token) or the session stored by `coffer login`.',
+    'Exit codes: 0 ok, 1 error, 2 usage; `coffer run` exits with the child’s code.',
+    '',
+  ].join('\n');
+}
+
+function groupHelp(group: string, commands: Command[]): string {
+  const subs = commands.filter((c) => c.name.startsWith(`${group} `));
+  const width = Math.max(...subs.map((c) => c.name.length));
+  return [
+    `Usage: coffer ${group} <command> [options]`,
+    '',
+    GROUPS[group]!.summary,
+    '',
+    'Commands:',
+    ...subs.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    `Run \`coffer ${group} <command> --help\` for a command’s options.`,
+    '',
+  ].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [first, ...afterFirst] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    process.stdout.write(mainHelp());
+    return first === undefined ? EXIT_USAGE : 0;
+  }
+  if (first === '--version' || first === '-V') {
+    process.stdout.write('coffer 0.1.0\n');
+    return 0;
+  }
+  const group = Object.hasOwn(GROUPS, first) ? GROUPS[first] : undefined;
+  if (!group) throw new UsageError(`unknown command "${first}"; see coffer --help`);
+  const { commands } = await group.load();
+
+  let command = commands.find((c) => c.name === first);
+  let rest = afterFirst;
+  if (!command) {
+    const [sub, ...args] = afterFirst;
+    if (sub === undefined || sub === '--help' || sub === '-h') {
+      process.stdout.write(groupHelp(first, commands));
+      return sub === undefined ? EXIT_USAGE : 0;
+    }
+    command = commands.find((c) => c.name === `${first} ${sub}`);
+    if (!command) throw new UsageError(`unknown command "${first} ${sub}"`, first);
+    rest = args;
+  }
+  const input = parseCommand(command, rest, command.name === 'run');
+  if (input.values.help) {
+    process.stdout.write(commandHelp(command));
+    return 0;
+  }
+  return (await command.run(input)) ?? 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    const { line, exitCode } = describeError(err);
+    process.stderr.write(`coffer: ${line}\n`);
+    if (process.env.COFFER_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exit(exitCode ?? EXIT_ERROR);
+  },
+);

@@ -1,0 +1,41 @@
+import type { Page } from '@coffer/sdk';
+import { CliError } from './cli/errors.js';
+
+/** Every item of a paginated listing (100 per request, the API's maximum). */
+export async function allPages<T>(
+  fetchPage: (page: number, perPage: number) => Promise<Page<T>>,
+): Promise<T[]> {
+  const items: T[] = [];
+  for (let page = 1; ; page++) {
+    const { data, pagination } = await fetchPage(page, 100);
+    items.push(...data);
+    if (page >= pagination.total_pages || data.length === 0) return items;
+  }
+}
+
+/**
+ * An item named by id (`prefix…`) or by a human handle (a project's name, a
+ * member's e-mail): ids are used as they are, handles are looked up in the
+ * listing, case-insensitively, and must match exactly one item.
+ */
+export async function resolveId<T extends { id: string }>(
+  ref: string,
+  idPrefix: string,
+  kind: string,
+  list: () => Promise<T[]>,
+  handles: (item: T) => string[],
+): Promise<string> {
+  if (ref.startsWith(idPrefix)) return ref;
+  const wanted = ref.trim().toLowerCase();
+  const matches = (await list()).filter((item) =>
+    handles(item).some((h) => h.toLowerCase() === wanted),
+  );
+  if (matches.length === 0) throw new CliError('not_found', `no ${kind} "${ref}"`);
+  if (matches.length > 1) {
+    throw new CliError(
+      'ambiguous',
+      `${matches.length} ${kind}s match "${ref}": use the id (${matches.map((m) => m.id).join(', ')})`,
+    );
+  }
+  return matches[0]!.id;
+}

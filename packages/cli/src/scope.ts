@@ -1,0 +1,31 @@
+import type { CofferClient } from '@coffer/sdk';
+import { listProjects } from './sdk-pending.js';
+import { CliError } from './cli/errors.js';
+import type { Context } from './context.js';
+import { allPages, resolveId } from './resolve.js';
+
+/** A project id from an id or a project name. */
+export function projectId(client: CofferClient, ref: string): Promise<string> {
+  return resolveId(
+    ref,
+    'proj_',
+    'project',
+    () => allPages((page, per_page) => listProjects(client, { page, per_page })),
+    (p) => [p.name],
+  );
+}
+
+/**
+ * The project a command works in: `--project`, `COFFER_PROJECT` or
+ * `.coffer.json`; with `COFFER_TOKEN` and none of them, the token's own
+ * project (a token sees exactly one).
+ */
+export async function currentProjectId(ctx: Context, client: CofferClient): Promise<string> {
+  if (ctx.token && !ctx.hasProjectRef()) {
+    const { data } = await listProjects(client, { per_page: 1 });
+    if (!data[0])
+      throw new CliError('not_found', 'the token in COFFER_TOKEN belongs to no project');
+    return data[0].id;
+  }
+  return projectId(client, ctx.projectRef());
+}

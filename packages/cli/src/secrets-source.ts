@@ -1,0 +1,88 @@
+import { isCofferApiError, type CofferClient, type VaultSession } from '@coffer/sdk';
+import { listSecrets } from './sdk-pending.js';
+import type { Context } from './context.js';
+import type { FallbackScope } from './run/fallback.js';
+import { currentProjectId } from './scope.js';
+import { openProjectVault, privateKeyMaterial } from './vault-access.js';
+
+/** The client, project and vault of the current environment, for the secrets commands. */
+export interface EnvironmentAccess {
+  client: CofferClient;
+  project: string;
+  env: string;
+  vault: Promise<VaultSession>;
+}
+
+/**
+ * Resolves the environment and starts opening the vault at once, so the grant
+ * (GET /vault) and whatever the command asks next travel together instead of
+ * one after the other.
+ */
+export async function environmentAccess(ctx: Context): Promise<EnvironmentAccess> {
+  const client = await ctx.client();
+  const project = await currentProjectId(ctx, client);
+  const env = await defaultEnvironment(ctx);
+  const vault = openProjectVault(ctx, client, project);
+  vault.catch(() => undefined); // awaited by the caller; never an unhandled rejection
+  return { client, project, env, vault };
+}
+
+/** The key provider the SDK's secrets functions take, answering once the vault is open. */
+export const keyProvider = (access: EnvironmentAccess) => ({
+  environmentKey: async (projectId: string, environmentId: string) =>
+    (await access.vault).environmentKey(projectId, environmentId),
+});
+
+/** `--env`/.coffer.json; a CI token scoped to one environment needs neither. */
+async function defaultEnvironment(ctx: Context): Promise<string> {
+  return ctx.environmentRef();
+}
+
+/**
+ * `coffer run`'s fetch: every secret of the environment, decrypted. Two
+ * requests in flight together: the caller's grant and the listing with values.
+ */
+export async function fetchEnvironmentSecrets(ctx: Context): Promise<{
+  secrets: Record<string, string>;
+  keyMaterial: Uint8Array;
+  scope: FallbackScope;
+}> {
+  const access = await environmentAccess(ctx);
+  try {
+    const secrets = await listSecrets(
+      access.client,
+      access.project,
+      access.env,
+      keyProvider(access),
+    );
+    return { secrets, keyMaterial: await privateKeyMaterial(ctx), scope: fallbackScope(ctx) };
+  } finally {
+    access.vault.then((v) => v.forget()).catch(() => undefined);
+  }
+}
+
+/** What the fallback copy is bound to: the server and the project and environment as the user named them. */
+function fallbackScope(ctx: Context): FallbackScope {
+  return {
+    server: ctx.server(),
+    project: ctx.hasProjectRef() ? ctx.projectRef() : '(the token’s project)',
+    environment: ctx.environmentRef(),
+  };
+}
+
+/** The key material and scope to open the fallback copy without the server. */
+export async function offlineSource(
+  ctx: Context,
+): Promise<{ keyMaterial: Uint8Array; scope: FallbackScope }> {
+  return { keyMaterial: await privateKeyMaterial(ctx), scope: fallbackScope(ctx) };
+}
+
+/**
+ * Whether an error means "the server could not be reached" (the fallback copy
+ * may be used), as opposed to an answer such as 401/403/404, which must never
+ * be papered over: a revoked token must stop working.
+ */
+export function isServerUnreachable(err: unknown): boolean {
+  if (err instanceof Error && err.name === 'CofferNetworkError') return true;
+  return isCofferApiError(err) && [502, 503, 504].includes(err.status);
+}

@@ -1,0 +1,48 @@
+import {
+  openVault,
+  parseCredential,
+  ready,
+  tokenKeysFromKeyPart,
+  type CofferClient,
+  type VaultKeys,
+  type VaultSession,
+} from '@coffer/sdk';
+import { CliError } from './cli/errors.js';
+import type { Context } from './context.js';
+
+/** Checks COFFER_TOKEN's shape and splits it; a clear error instead of a 401 later. */
+export async function tokenParts(ctx: Context): Promise<{ bearer: string; keyPart: string }> {
+  await ready();
+  try {
+    return parseCredential(ctx.token!);
+  } catch {
+    throw new CliError(
+      'invalid_credential',
+      'COFFER_TOKEN is not a Coffer credential: expected the full <bearer>.<key part> printed when the token was created',
+    );
+  }
+}
+
+/** The caller's key pairs: the user's (session file) or the token's (derived from its key part). */
+export async function vaultKeys(ctx: Context): Promise<VaultKeys> {
+  if (!ctx.token) return ctx.userKeys();
+  const keys = tokenKeysFromKeyPart((await tokenParts(ctx)).keyPart);
+  return { encryption: keys.encryption, signing: keys.signing };
+}
+
+/**
+ * The secret only this caller holds, for keys the CLI derives locally (the
+ * fallback copy): the user's X25519 secret key, or the token's key part.
+ */
+export async function privateKeyMaterial(ctx: Context): Promise<Uint8Array> {
+  if (!ctx.token) return ctx.userKeys().encryption.secretKey;
+  return new Uint8Array(Buffer.from((await tokenParts(ctx)).keyPart, 'base64url'));
+}
+
+export async function openProjectVault(
+  ctx: Context,
+  client: CofferClient,
+  projectId: string,
+): Promise<VaultSession> {
+  return openVault(client, projectId, await vaultKeys(ctx));
+}
