@@ -3,6 +3,7 @@ declare module 'autocannon' {
   namespace autocannon {
     interface Request {
       method?: string;
+      path?: string;
       body?: string;
       setupRequest?: (req: Request) => Request;
     }

@@ -2,10 +2,30 @@
 // the server under test. The parent (bench/run.ts) sends one LoadPlan at a time
 // over IPC; each plan is a warm-up run followed by the measured run.
 import autocannon from 'autocannon';
+import { createRequire } from 'node:module';
 import type { LoadPlan, LoadResult } from './lib/load.js';
 
+// A 304 never has a body (RFC 9110 §15.4.5), whatever Content-Length says. Real
+// clients (Node's http, undici, browsers, curl) know it; autocannon's parser,
+// http-parser-js, must be told by the headers callback, as Node's own client
+// does, or it waits for body bytes that never come. Wrap that callback.
+const { HTTPParser } = createRequire(import.meta.url)('http-parser-js') as {
+  HTTPParser: { kOnHeadersComplete: number; prototype: object };
+};
+Object.defineProperty(HTTPParser.prototype, HTTPParser.kOnHeadersComplete, {
+  set(this: object, onHeaders: (info: { statusCode: number }) => unknown) {
+    Object.defineProperty(this, HTTPParser.kOnHeadersComplete, {
+      writable: true,
+      value: (info: { statusCode: number }) => {
+        onHeaders(info);
+        return info.statusCode === 304 || info.statusCode === 204;
+      },
+    });
+  },
+});
+
 function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
-  const bodies = plan.bodies;
+  const variants = plan.variants;
   let next = 0;
   return new Promise((resolve, reject) => {
     autocannon(
@@ -17,12 +37,14 @@ function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
         duration: seconds,
         pipelining: 1,
         timeout: 10,
-        // Cycle through the request bodies (writes send a distinct value each time).
-        requests: bodies?.length
+        // Cycle through the variants (writes go to a different secret each time).
+        requests: variants?.length
           ? [
               {
                 setupRequest: (req) => {
-                  req.body = bodies[next++ % bodies.length];
+                  const variant = variants[next++ % variants.length]!;
+                  req.path = variant.path;
+                  if (variant.body !== undefined) req.body = variant.body;
                   return req;
                 },
               },

@@ -10,10 +10,10 @@ import { LoadGenerator } from './lib/load.js';
 import { MB, measureLoad, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { findProfile, renderProfiles, summariseProfile, type Window } from './lib/profile.js';
-import { freePort, startProcess } from './lib/processes.js';
+import { freePort, startProcess, type ServerProcess } from './lib/processes.js';
 import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
-import { createFixture } from './scenarios/fixture.js';
-import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS } from './scenarios/http.js';
+import { createFixture, type Fixture } from './scenarios/fixture.js';
+import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
 import { CLIENT_SCENARIOS } from './scenarios/client.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -103,6 +103,36 @@ async function measureCeiling(plain: boolean): Promise<number> {
   }
 }
 
+/** One HTTP scenario under load: its table row, the RSS seen and its profile window. */
+async function measureScenario(
+  scenario: HttpScenario,
+  server: ServerProcess,
+  fixture: Fixture,
+  backend: string,
+  ceilingRps: number | null,
+): Promise<{ maxRssMiB: number; window: Window }> {
+  const measured = await measureLoad(
+    load,
+    server,
+    scenario.plan(fixture, server.url),
+    timing,
+    scenario.title,
+  );
+  const row: LoadRow = {
+    kind: 'load',
+    id: scenario.id,
+    title: scenario.title,
+    backend,
+    result: measured.result,
+    expectStatus: scenario.expectStatus,
+    ratio: ceilingRps ? measured.result.rps / ceilingRps : null,
+    target: scenario.target,
+    pass: null,
+  };
+  push(judge(row, ceilingRps));
+  return measured;
+}
+
 async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
@@ -126,36 +156,15 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
 
     for (const scenario of HTTP_SCENARIOS) {
       if (!selected(scenario.id)) continue;
-      const plan = scenario.plan(fixture, server.url);
-      if (!plan) {
-        say(`  ${scenario.title}: skipped (needs ${scenario.needs})`);
-        continue;
-      }
-      const { result, maxRssMiB, window } = await measureLoad(
-        load,
+      const { maxRssMiB, window } = await measureScenario(
+        scenario,
         server,
-        plan,
-        timing,
-        scenario.title,
+        fixture,
+        name,
+        ceilingRps,
       );
       windows.push(window);
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
-      push(
-        judge<LoadRow>(
-          {
-            kind: 'load',
-            id: scenario.id,
-            title: scenario.title,
-            backend: name,
-            result,
-            expectStatus: scenario.expectStatus,
-            ratio: ceilingRps ? result.rps / ceilingRps : null,
-            target: scenario.target,
-            pass: null,
-          },
-          ceilingRps,
-        ),
-      );
     }
 
     for (const scenario of CLIENT_SCENARIOS) {
@@ -235,26 +244,8 @@ async function runPlainHttp(): Promise<void> {
   try {
     const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
     for (const scenario of PLAIN_HTTP_SCENARIOS) {
-      if (!selected(scenario.id)) continue;
-      const plan = scenario.plan(fixture, server.url);
-      if (!plan) continue;
-      const { result } = await measureLoad(load, server, plan, timing, scenario.title);
-      push(
-        judge<LoadRow>(
-          {
-            kind: 'load',
-            id: scenario.id,
-            title: scenario.title,
-            backend: 'sqlite, http',
-            result,
-            expectStatus: scenario.expectStatus,
-            ratio: result.rps / ceilingRps,
-            target: null,
-            pass: null,
-          },
-          ceilingRps,
-        ),
-      );
+      if (selected(scenario.id))
+        await measureScenario(scenario, server, fixture, 'sqlite, http', ceilingRps);
     }
   } finally {
     await server.stop();

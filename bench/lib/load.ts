@@ -6,8 +6,8 @@ export interface LoadPlan {
   url: string;
   method: string;
   headers: Record<string, string>;
-  /** Request bodies, cycled through one per request. */
-  bodies?: string[];
+  /** Path (and body) of each request, cycled through one per request; default: the URL's. */
+  variants?: Array<{ path: string; body?: string }>;
   connections: number;
   warmupSeconds: number;
   seconds: number;

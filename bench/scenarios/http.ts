@@ -1,29 +1,97 @@
+import { apiPath } from '@coffer/sdk';
 import type { LoadPlan } from '../lib/load.js';
 import type { Timing } from '../lib/measure.js';
-import type { Target } from '../lib/report.js';
-import { MEMBER_COUNT, type Fixture } from './fixture.js';
+import { targets, type Target } from '../lib/report.js';
+import { MEMBER_COUNT, READ_ENV, SECRET_COUNT, type Fixture } from './fixture.js';
 
 export interface HttpScenario {
   id: string;
   title: string;
   expectStatus: number;
   target: Target | null;
-  /** What the fixture must provide; shown when the scenario is skipped. */
-  needs: string;
-  plan(fixture: Fixture, baseUrl: string): Omit<LoadPlan, keyof Timing> | null;
+  plan(fixture: Fixture, baseUrl: string): Omit<LoadPlan, keyof Timing>;
 }
 
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+const listPath = (f: Fixture) =>
+  `${apiPath`/v1/projects/${f.projectId}/environments/${READ_ENV}/secrets`}?per_page=${SECRET_COUNT}`;
+
+const listSecrets: HttpScenario = {
+  id: 'list-secrets',
+  title: `list ${SECRET_COUNT} secrets, API key`,
+  expectStatus: 200,
+  target: targets.list,
+  plan: (f, baseUrl) => ({
+    url: `${baseUrl}${listPath(f)}`,
+    method: 'GET',
+    headers: bearer(f.apiKeyBearer),
+  }),
+};
+
+const listSecretsNotModified: HttpScenario = {
+  id: 'list-secrets-304',
+  title: `list ${SECRET_COUNT} secrets, API key, If-None-Match`,
+  expectStatus: 304,
+  target: targets.list,
+  plan: (f, baseUrl) => ({
+    url: `${baseUrl}${listPath(f)}`,
+    method: 'GET',
+    headers: { ...bearer(f.apiKeyBearer), 'if-none-match': f.listEtag },
+  }),
+};
+
+const readSecret: HttpScenario = {
+  id: 'read-secret',
+  title: 'read one secret, API key',
+  expectStatus: 200,
+  target: targets.read,
+  // A different secret each request, as an application reading its configuration.
+  plan: (f, baseUrl) => ({
+    url: `${baseUrl}/`,
+    method: 'GET',
+    headers: bearer(f.apiKeyBearer),
+    variants: f.secretNames.map((name) => ({
+      path: apiPath`/v1/projects/${f.projectId}/environments/${READ_ENV}/secrets/${name}`,
+    })),
+  }),
+};
+
 export const HTTP_SCENARIOS: HttpScenario[] = [
+  listSecrets,
+  listSecretsNotModified,
+  readSecret,
+  {
+    id: 'write-secret',
+    title: 'write one secret (durable), API key',
+    expectStatus: 200,
+    target: targets.write,
+    plan: (f, baseUrl) => ({
+      url: `${baseUrl}/`,
+      method: 'PUT',
+      headers: { ...bearer(f.apiKeyBearer), 'content-type': 'application/json' },
+      variants: f.writes,
+    }),
+  },
   {
     id: 'members-list',
-    title: `list ${MEMBER_COUNT} members (session)`,
+    title: `list ${MEMBER_COUNT} members, session`,
     expectStatus: 200,
     target: null,
-    needs: 'members',
     plan: (f, baseUrl) => ({
-      url: `${baseUrl}/v1/projects/${f.projectId}/members?per_page=${MEMBER_COUNT}`,
+      url: `${baseUrl}${apiPath`/v1/projects/${f.projectId}/members`}?per_page=${MEMBER_COUNT}`,
       method: 'GET',
       headers: { cookie: f.sessionCookie },
+    }),
+  },
+  {
+    id: 'rate-limited-429',
+    title: 'over its budget → 429, CI token',
+    expectStatus: 429,
+    target: null,
+    plan: (f, baseUrl) => ({
+      url: `${baseUrl}${apiPath`/v1/projects/${f.projectId}/environments/${READ_ENV}/secrets/${f.secretNames[0]!}`}`,
+      method: 'GET',
+      headers: bearer(f.ciTokenBearer),
     }),
   },
   {
@@ -31,14 +99,16 @@ export const HTTP_SCENARIOS: HttpScenario[] = [
     title: 'unknown API key → 401',
     expectStatus: 401,
     target: null,
-    needs: 'nothing',
     plan: (f, baseUrl) => ({
-      url: `${baseUrl}/v1/projects`,
+      url: `${baseUrl}${listPath(f)}`,
       method: 'GET',
-      headers: { authorization: `Bearer ${f.unknownBearer}` },
+      headers: bearer(f.unknownBearer),
     }),
   },
 ];
 
 /** Measured again with TLS off (behind a proxy) to show what HTTPS costs. */
-export const PLAIN_HTTP_SCENARIOS: HttpScenario[] = [];
+export const PLAIN_HTTP_SCENARIOS: HttpScenario[] = [
+  { ...listSecrets, id: 'http-list-secrets', title: `${listSecrets.title} (plain HTTP)` },
+  { ...readSecret, id: 'http-read-secret', title: `${readSecret.title} (plain HTTP)` },
+];
