@@ -31,10 +31,18 @@ export const CREDENTIAL_CACHE_TTL_MS = 5_000;
 export const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_CACHED_CREDENTIALS = 10_000;
 
-interface CachedCredential {
+/** A credential row as loaded from the database. */
+interface LoadedCredential {
   principal: Principal;
   expiresAt: string | null;
   lastUsedAt: string | null;
+}
+
+/** Times as epoch milliseconds, so the hot path compares numbers. */
+interface CachedCredential {
+  principal: Principal;
+  expiresAtMs: number | null;
+  lastUsedMs: number | null;
   loadedAt: number;
 }
 
@@ -103,21 +111,24 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
 
   /** Turns a live credential into a resolution and records its use at most once a minute. */
   async function use(entry: CachedCredential, now: Date): Promise<Resolution> {
-    const nowIso = now.toISOString();
-    if (entry.expiresAt !== null && entry.expiresAt <= nowIso) {
+    const nowMs = now.getTime();
+    if (entry.expiresAtMs !== null && entry.expiresAtMs <= nowMs) {
       return { error: 'token_expired', message: EXPIRED_MESSAGE[entry.principal.kind] };
     }
-    if (
-      entry.lastUsedAt === null ||
-      now.getTime() - Date.parse(entry.lastUsedAt) >= LAST_USED_RESOLUTION_MS
-    ) {
+    const previous = entry.lastUsedMs;
+    if (previous === null || nowMs - previous >= LAST_USED_RESOLUTION_MS) {
       // Set before the write so concurrent requests on this credential do not all write.
-      entry.lastUsedAt = nowIso;
-      await db
-        .updateTable(TABLE[entry.principal.kind])
-        .set({ last_used_at: nowIso })
-        .where('id', '=', credentialIdOf(entry.principal))
-        .execute();
+      entry.lastUsedMs = nowMs;
+      try {
+        await db
+          .updateTable(TABLE[entry.principal.kind])
+          .set({ last_used_at: now.toISOString() })
+          .where('id', '=', credentialIdOf(entry.principal))
+          .execute();
+      } catch {
+        // Bookkeeping never fails the request; the next one tries again.
+        entry.lastUsedMs = previous;
+      }
     }
     return { principal: entry.principal };
   }
@@ -125,13 +136,18 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
   async function resolve(
     hash: string,
     now: Date,
-    load: (hash: string) => Promise<Omit<CachedCredential, 'loadedAt'> | null>,
+    load: (hash: string) => Promise<LoadedCredential | null>,
   ): Promise<Resolution> {
     let entry = cache.get(hash, now.getTime());
     if (!entry) {
       const loaded = await load(hash);
       if (!loaded) return INVALID;
-      entry = { ...loaded, loadedAt: now.getTime() };
+      entry = {
+        principal: loaded.principal,
+        expiresAtMs: loaded.expiresAt === null ? null : Date.parse(loaded.expiresAt),
+        lastUsedMs: loaded.lastUsedAt === null ? null : Date.parse(loaded.lastUsedAt),
+        loadedAt: now.getTime(),
+      };
       cache.set(hash, entry);
     }
     return use(entry, now);
