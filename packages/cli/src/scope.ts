@@ -1,7 +1,8 @@
 import type { CofferClient } from '@coffer/sdk';
 import { listProjects } from './sdk-pending.js';
+import type { Values } from './cli/command.js';
 import { CliError } from './cli/errors.js';
-import type { Context } from './context.js';
+import { Context } from './context.js';
 import { allPages, resolveId } from './resolve.js';
 
 /** A project id from an id or a project name. */
@@ -28,4 +29,12 @@ export async function currentProjectId(ctx: Context, client: CofferClient): Prom
     return data[0].id;
   }
   return projectId(client, ctx.projectRef());
+}
+
+/** The context, an authenticated client and the project of a project-scoped command. */
+export async function inProject(values: Values, options: { userOnly?: boolean } = {}) {
+  const ctx = new Context(values);
+  const client = options.userOnly ? await ctx.userClient() : await ctx.client();
+  const project = await currentProjectId(ctx, client);
+  return { ctx, client, project };
 }

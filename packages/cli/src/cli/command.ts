@@ -68,6 +68,15 @@ export const ENV_OPTION: Options = {
   },
 };
 
+/** `--yes`, for operations that cannot be undone (asked on a terminal, required without one). */
+export const YES_OPTION: Options = {
+  yes: {
+    type: 'boolean',
+    short: 'y',
+    description: 'do not ask for confirmation (needed without a terminal)',
+  },
+};
+
 /**
  * Parses a command's arguments. Unknown options and wrong argument counts are
  * usage errors (exit 2). With `splitRest`, everything from `--` (or the first

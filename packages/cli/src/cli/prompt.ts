@@ -73,3 +73,12 @@ export async function readPasswordFromStdin(): Promise<string> {
   if (password === '') throw new CliError('validation_error', 'no password on standard input');
   return password;
 }
+
+/** Irreversible operations ask on a terminal and need `--yes` without one. */
+export async function confirmDestructive(yes: boolean, question: string): Promise<void> {
+  if (yes) return;
+  if (!interactive()) {
+    throw new CliError('confirmation_required', 'this cannot be undone: pass --yes to confirm');
+  }
+  if (!(await confirm(question))) throw new CliError('cancelled', 'cancelled');
+}

@@ -4,13 +4,12 @@ import {
   listEnvironments,
   updateEnvironment,
 } from '../sdk-pending.js';
-import { PROJECT_OPTION, str, type Command } from '../cli/command.js';
+import { PROJECT_OPTION, str, YES_OPTION, type Command } from '../cli/command.js';
+import { confirmDestructive } from '../cli/prompt.js';
 import { UsageError } from '../cli/errors.js';
 import { note, printJson, printTable, shortTime } from '../cli/output.js';
-import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
-import { currentProjectId } from '../scope.js';
-import { confirmDestructive } from './projects.js';
+import { inProject } from '../scope.js';
 
 const SLUG = {
   type: 'string',
@@ -23,9 +22,7 @@ const list: Command = {
   summary: "list the project's environments",
   options: PROJECT_OPTION,
   async run({ values }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const envs = await allPages((page, per_page) =>
       listEnvironments(client, project, { page, per_page, sort: 'created_at', order: 'asc' }),
     );
@@ -44,9 +41,7 @@ const create: Command = {
   positionals: [1, 1],
   options: { ...PROJECT_OPTION, slug: SLUG },
   async run({ values, positionals }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const slug = str(values, 'slug');
     const env = await createEnvironment(client, project, {
       name: positionals[0]!,
@@ -64,9 +59,7 @@ const rename: Command = {
   positionals: [2, 2],
   options: { ...PROJECT_OPTION, slug: { ...SLUG, description: 'new URL-safe handle' } },
   async run({ values, positionals }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const slug = str(values, 'slug');
     const [envRef, name] = positionals as [string, string];
     if (!name.trim()) throw new UsageError('the new name is empty', 'envs rename');
@@ -86,16 +79,10 @@ const remove: Command = {
   positionals: [1, 1],
   options: {
     ...PROJECT_OPTION,
-    yes: {
-      type: 'boolean',
-      short: 'y',
-      description: 'do not ask for confirmation (needed without a terminal)',
-    },
+    ...YES_OPTION,
   },
   async run({ values, positionals }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     await confirmDestructive(
       values.yes === true,
       `Delete environment ${positionals[0]} and all its secrets? This cannot be undone.`,

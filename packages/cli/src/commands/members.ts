@@ -15,7 +15,7 @@ import { note, printJson, printTable, shortTime } from '../cli/output.js';
 import { confirm, interactive } from '../cli/prompt.js';
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
-import { currentProjectId } from '../scope.js';
+import { inProject } from '../scope.js';
 
 const ROLES = ['admin', 'developer', 'viewer'] as const;
 type Role = (typeof ROLES)[number];
@@ -63,9 +63,7 @@ const list: Command = {
     },
   },
   async run({ values }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const filterRole = str(values, 'role');
     const status = str(values, 'status');
     const members = await allPages((page, per_page) =>
@@ -101,9 +99,7 @@ const invite: Command = {
     'Someone without an account receives an e-mail with a sign-up link. Once they accept, an admin grants them the vault key with `coffer vault grant EMAIL`.',
   async run({ values, positionals }) {
     const r = role(str(values, 'role'), 'members invite');
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const member = await inviteMember(client, project, { email: positionals[0]!, role: r });
     if (ctx.json) return printJson(member);
     note(
@@ -121,9 +117,7 @@ const setRole: Command = {
   description: 'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address.',
   async run({ values, positionals }) {
     const r = role(positionals[1], 'members set-role');
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const member = await findMember(client, project, positionals[0]!);
     const updated = await updateMemberRole(client, project, member.id, r);
     if (ctx.json) return printJson(updated);
@@ -151,9 +145,7 @@ const remove: Command = {
   description:
     'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. A removed member who could read secrets may have kept a copy of the vault key: re-key afterwards (offered on a terminal; --rekey in scripts) so nothing written from now on, and nothing stored, opens with it.',
   async run({ values, positionals }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const member = await findMember(client, project, positionals[0]!);
     await removeMember(client, project, member.id);
     const hadAccess = member.status === 'active' && member.role !== 'viewer';

@@ -1,18 +1,11 @@
 import { createProjectWithVault } from '@coffer/sdk';
 import { deleteProject, listProjects } from '../sdk-pending.js';
-import { str, type Command } from '../cli/command.js';
-import { CliError } from '../cli/errors.js';
+import { str, YES_OPTION, type Command } from '../cli/command.js';
 import { note, printJson, printLine, printTable, shortTime } from '../cli/output.js';
-import { confirm, interactive } from '../cli/prompt.js';
+import { confirmDestructive } from '../cli/prompt.js';
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
 import { projectId } from '../scope.js';
-
-const YES = {
-  type: 'boolean',
-  short: 'y',
-  description: 'do not ask for confirmation (needed without a terminal)',
-} as const;
 
 const list: Command = {
   name: 'projects list',
@@ -61,7 +54,7 @@ const remove: Command = {
   summary: 'delete a project with all its environments, secrets, members and tokens',
   args: 'PROJECT',
   positionals: [1, 1],
-  options: { yes: YES },
+  options: YES_OPTION,
   async run({ values, positionals }) {
     const ctx = new Context(values);
     const client = await ctx.userClient();
@@ -75,13 +68,5 @@ const remove: Command = {
     note(`Deleted project ${id}.`);
   },
 };
-
-/** Irreversible operations ask on a terminal and need `--yes` without one. */
-export async function confirmDestructive(yes: boolean, question: string): Promise<void> {
-  if (yes) return;
-  if (!interactive())
-    throw new CliError('confirmation_required', 'this cannot be undone: pass --yes to confirm');
-  if (!(await confirm(question))) throw new CliError('cancelled', 'cancelled');
-}
 
 export const commands: Command[] = [list, create, remove];

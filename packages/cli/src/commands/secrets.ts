@@ -9,14 +9,13 @@ import {
   secretHistory,
   setSecret,
 } from '../sdk-pending.js';
-import { ENV_OPTION, PROJECT_OPTION, str, type Command } from '../cli/command.js';
+import { ENV_OPTION, PROJECT_OPTION, str, YES_OPTION, type Command } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printTable, shortTime } from '../cli/output.js';
-import { ask, interactive, readStdin } from '../cli/prompt.js';
+import { ask, confirmDestructive, interactive, readStdin } from '../cli/prompt.js';
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
 import { environmentAccess, keyProvider } from '../secrets-source.js';
-import { confirmDestructive } from './projects.js';
 
 const SCOPE = { ...PROJECT_OPTION, ...ENV_OPTION };
 const EXPORT_FORMATS = ['dotenv', 'json', 'yaml', 'shell'] as const;
@@ -126,11 +125,7 @@ const remove: Command = {
   positionals: [1, 1],
   options: {
     ...SCOPE,
-    yes: {
-      type: 'boolean',
-      short: 'y',
-      description: 'do not ask for confirmation (needed without a terminal)',
-    },
+    ...YES_OPTION,
   },
   async run({ values, positionals }) {
     const ctx = new Context(values);

@@ -5,7 +5,12 @@ import {
   listCiTokens,
   revokeApiKey,
   revokeCiToken,
+  type ApiKey,
+  type CiToken,
+  type CofferClient,
+  type Page,
   type Scope,
+  type TokenListQuery,
 } from '@coffer/sdk';
 import { list as listOption, PROJECT_OPTION, str, type Command } from '../cli/command.js';
 import { parseDuration, parseExpiry, parseScope } from '../cli/durations.js';
@@ -13,7 +18,7 @@ import { UsageError } from '../cli/errors.js';
 import { note, printJson, printLine, printTable, shortTime } from '../cli/output.js';
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
-import { currentProjectId } from '../scope.js';
+import { inProject } from '../scope.js';
 import { openProjectVault } from '../vault-access.js';
 
 const ROLES = ['admin', 'developer', 'viewer'] as const;
@@ -70,9 +75,7 @@ const apiKeyCreate: Command = {
     );
     const expires = str(values, 'expires');
     const expiresAt = expires ? parseExpiry(expires, 'api-keys create') : undefined;
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const vault = await openProjectVault(ctx, client, project);
     try {
       const { apiKey, credential } = await createApiKey(vault, {
@@ -85,49 +88,6 @@ const apiKeyCreate: Command = {
     } finally {
       vault.forget();
     }
-  },
-};
-
-const apiKeyList: Command = {
-  name: 'api-keys list',
-  summary: "list the project's API keys (admins)",
-  options: PROJECT_OPTION,
-  async run({ values }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
-    const keys = await allPages((page, per_page) =>
-      listApiKeys(client, project, { page, per_page }),
-    );
-    if (ctx.json) return printJson(keys);
-    printTable(
-      ['id', 'name', 'role', 'scopes', 'expires', 'last used', 'revoked'],
-      keys.map((k) => [
-        k.id,
-        k.name,
-        k.role,
-        scopesText(k.scopes),
-        shortTime(k.expires_at),
-        shortTime(k.last_used_at),
-        shortTime(k.revoked_at),
-      ]),
-    );
-  },
-};
-
-const apiKeyRevoke: Command = {
-  name: 'api-keys revoke',
-  summary: 'revoke an API key at once (admins)',
-  args: 'ID',
-  positionals: [1, 1],
-  options: PROJECT_OPTION,
-  async run({ values, positionals }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
-    await revokeApiKey(client, project, positionals[0]!);
-    if (ctx.json) return printJson({ revoked: positionals[0] });
-    note(`Revoked ${positionals[0]}.`);
   },
 };
 
@@ -162,9 +122,7 @@ const ciTokenCreate: Command = {
       throw new UsageError('--ttl must be between 1m and 1h', 'ci-tokens create');
     }
     const scope: Scope = values.write === true ? 'read_write' : 'read';
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const vault = await openProjectVault(ctx, client, project);
     try {
       const name = str(values, 'name');
@@ -180,53 +138,59 @@ const ciTokenCreate: Command = {
   },
 };
 
-const ciTokenList: Command = {
-  name: 'ci-tokens list',
-  summary: "list the project's CI tokens",
-  options: PROJECT_OPTION,
-  async run({ values }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
-    const tokens = await allPages((page, per_page) =>
-      listCiTokens(client, project, { page, per_page }),
-    );
-    if (ctx.json) return printJson(tokens);
-    printTable(
-      ['id', 'name', 'scopes', 'expires', 'last used', 'revoked'],
-      tokens.map((t) => [
-        t.id,
-        t.name,
-        scopesText(t.scopes),
-        shortTime(t.expires_at),
-        shortTime(t.last_used_at),
-        shortTime(t.revoked_at),
-      ]),
-    );
-  },
-};
+type TokenRecord = ApiKey | CiToken;
 
-const ciTokenRevoke: Command = {
-  name: 'ci-tokens revoke',
-  summary: 'revoke a CI token at once',
-  args: 'ID',
-  positionals: [1, 1],
-  options: PROJECT_OPTION,
-  async run({ values, positionals }) {
-    const ctx = new Context(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
-    await revokeCiToken(client, project, positionals[0]!);
-    if (ctx.json) return printJson({ revoked: positionals[0] });
-    note(`Revoked ${positionals[0]}.`);
-  },
-};
+/** `list` and `revoke` are the same for both kinds of token. */
+function listAndRevoke<T extends TokenRecord>(
+  group: 'api-keys' | 'ci-tokens',
+  what: string,
+  list: (client: CofferClient, project: string, query: TokenListQuery) => Promise<Page<T>>,
+  revoke: (client: CofferClient, project: string, id: string) => Promise<void>,
+): Command[] {
+  return [
+    {
+      name: `${group} list`,
+      summary: `list the project's ${what}s`,
+      options: PROJECT_OPTION,
+      async run({ values }) {
+        const { ctx, client, project } = await inProject(values);
+        const tokens = await allPages((page, per_page) =>
+          list(client, project, { page, per_page }),
+        );
+        if (ctx.json) return printJson(tokens);
+        printTable(
+          ['id', 'name', 'role', 'scopes', 'expires', 'last used', 'revoked'],
+          tokens.map((t) => [
+            t.id,
+            t.name,
+            'role' in t ? t.role : 'ci',
+            scopesText(t.scopes),
+            shortTime(t.expires_at),
+            shortTime(t.last_used_at),
+            shortTime(t.revoked_at),
+          ]),
+        );
+      },
+    },
+    {
+      name: `${group} revoke`,
+      summary: `revoke a ${what} at once`,
+      args: 'ID',
+      positionals: [1, 1],
+      options: PROJECT_OPTION,
+      async run({ values, positionals }) {
+        const { ctx, client, project } = await inProject(values);
+        await revoke(client, project, positionals[0]!);
+        if (ctx.json) return printJson({ revoked: positionals[0] });
+        note(`Revoked ${positionals[0]}.`);
+      },
+    },
+  ];
+}
 
 export const commands: Command[] = [
   apiKeyCreate,
-  apiKeyList,
-  apiKeyRevoke,
+  ...listAndRevoke('api-keys', 'API key', listApiKeys, revokeApiKey),
   ciTokenCreate,
-  ciTokenList,
-  ciTokenRevoke,
+  ...listAndRevoke('ci-tokens', 'CI token', listCiTokens, revokeCiToken),
 ];

@@ -11,8 +11,7 @@ import { note, printJson, printLine, printTable } from '../cli/output.js';
 import { progressBar } from '../cli/progress.js';
 import { confirm, interactive } from '../cli/prompt.js';
 import type { Context } from '../context.js';
-import { Context as CommandContext } from '../context.js';
-import { currentProjectId } from '../scope.js';
+import { inProject } from '../scope.js';
 import { openProjectVault } from '../vault-access.js';
 
 const status: Command = {
@@ -21,9 +20,7 @@ const status: Command = {
     "the vault's key epoch, whether a re-key is recommended, and (admins) who awaits a grant",
   options: PROJECT_OPTION,
   async run({ values }) {
-    const ctx = new CommandContext(values);
-    const client = await ctx.client();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values);
     const vault = await openProjectVault(ctx, client, project);
     const s = vault.status;
     const holdsKeys = vault.holdsKeys;
@@ -95,9 +92,7 @@ const grant: Command = {
     },
   },
   async run({ values, positionals }) {
-    const ctx = new CommandContext(values);
-    const client = await ctx.userClient();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values, { userOnly: true });
     const vault = await openProjectVault(ctx, client, project);
     try {
       const member = findPending(await pendingGrants(vault), positionals[0]!);
@@ -164,9 +159,7 @@ const rekeyCommand: Command = {
     'Do this after removing a member who could read secrets: they may have kept a copy of the key. Every remaining member and token is granted the new key; history is re-encrypted too. Shows a progress bar on a terminal.',
   options: PROJECT_OPTION,
   async run({ values }) {
-    const ctx = new CommandContext(values);
-    const client = await ctx.userClient();
-    const project = await currentProjectId(ctx, client);
+    const { ctx, client, project } = await inProject(values, { userOnly: true });
     const result = await rekeyVault(ctx, client, project);
     if (ctx.json) printJson(result);
   },
