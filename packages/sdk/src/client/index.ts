@@ -31,3 +31,5 @@ export * from './http.js';
 export * from './auth.js';
 export * from './vault.js';
 export * from './tokens.js';
+export * from './projects.js';
+export * from './members.js';

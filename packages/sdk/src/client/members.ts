@@ -1,0 +1,123 @@
+import { apiPath, type CofferClient, type Page } from './http.js';
+import type { ListQuery, Role } from './projects.js';
+
+// Typed calls of the members domain (`/v1/projects/{p}/members`) and of the
+// invited user's side (`/v1/invitations`). After an invitation is accepted, an
+// admin grants the new member the project key (../vault/project.ts).
+
+export type MemberStatus = 'active' | 'pending' | 'revoked';
+
+export interface UserRef {
+  id: string;
+  email: string;
+  /** For an invitee without an account: the part of the e-mail before "@". */
+  name: string;
+}
+
+/** The answer to an invitation: always `pending`. */
+export interface InvitedMember {
+  id: string;
+  project_id: string;
+  user: UserRef;
+  role: Role;
+  status: MemberStatus;
+  invited_at: string;
+  /** The inviting user (for an API key: the admin who created it). */
+  invited_by: string;
+}
+
+/** A list item: `joined_at` for active members, `invited_at` for pending and revoked ones. */
+export interface MemberListItem {
+  id: string;
+  user: UserRef;
+  role: Role;
+  status: MemberStatus;
+  joined_at?: string;
+  invited_at?: string;
+}
+
+export interface UpdatedMember {
+  id: string;
+  project_id: string;
+  user: UserRef;
+  role: Role;
+  status: MemberStatus;
+  updated_at: string;
+}
+
+/** One of the signed-in user's pending invitations; `id` is the member id to answer. */
+export interface Invitation {
+  id: string;
+  project: { id: string; name: string };
+  role: Role;
+  invited_at: string;
+  invited_by: UserRef;
+  expires_at: string;
+}
+
+export interface AcceptedMember {
+  id: string;
+  project_id: string;
+  user: UserRef;
+  role: Role;
+  status: MemberStatus;
+  joined_at: string;
+}
+
+export type MemberSort =
+  'created_at' | 'joined_at' | 'invited_at' | 'role' | 'status' | 'email' | 'name';
+
+export interface MemberQuery extends ListQuery<MemberSort> {
+  role?: Role;
+  status?: MemberStatus;
+}
+
+const membersPath = (projectId: string) => apiPath`/v1/projects/${projectId}/members`;
+const memberPath = (projectId: string, memberId: string) =>
+  apiPath`/v1/projects/${projectId}/members/${memberId}`;
+
+export const listMembers = (
+  client: CofferClient,
+  projectId: string,
+  query: MemberQuery = {},
+): Promise<Page<MemberListItem>> =>
+  client.requestPage<MemberListItem>('GET', membersPath(projectId), { query: { ...query } });
+
+/** Admins. An address without an account receives a sign-up link by e-mail. `409 already_member` if pending or active. */
+export const inviteMember = (
+  client: CofferClient,
+  projectId: string,
+  input: { email: string; role: Role },
+): Promise<InvitedMember> =>
+  client.request<InvitedMember>('POST', membersPath(projectId), { body: input });
+
+/** Admins. `422 last_admin` when it would leave the project without an active admin. */
+export const updateMemberRole = (
+  client: CofferClient,
+  projectId: string,
+  memberId: string,
+  role: Role,
+): Promise<UpdatedMember> =>
+  client.request<UpdatedMember>('PATCH', memberPath(projectId, memberId), { body: { role } });
+
+/** Admins; any status (withdraws a pending invitation). `422 last_admin` for the last active admin. */
+export const removeMember = (
+  client: CofferClient,
+  projectId: string,
+  memberId: string,
+): Promise<void> => client.request<void>('DELETE', memberPath(projectId, memberId));
+
+export type InvitationSort = 'created_at' | 'invited_at' | 'expires_at';
+
+/** The signed-in user's pending, unexpired invitations. */
+export const listInvitations = (
+  client: CofferClient,
+  query: ListQuery<InvitationSort> = {},
+): Promise<Page<Invitation>> =>
+  client.requestPage<Invitation>('GET', '/v1/invitations', { query: { ...query } });
+
+export const acceptInvitation = (client: CofferClient, memberId: string): Promise<AcceptedMember> =>
+  client.request<AcceptedMember>('POST', apiPath`/v1/invitations/${memberId}/accept`);
+
+export const declineInvitation = (client: CofferClient, memberId: string): Promise<void> =>
+  client.request<void>('POST', apiPath`/v1/invitations/${memberId}/decline`);
