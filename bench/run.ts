@@ -174,11 +174,12 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
         baseUrl: server.url,
         caFile: tls.certFile,
         root,
+        workDir,
         options,
         say,
       });
       if (!row) {
-        say(`  ${scenario.title}: skipped (needs ${scenario.needs})`);
+        say(`  ${scenario.title}: skipped (not built)`);
         continue;
       }
       push(judge({ ...row, id: scenario.id, backend: name }, ceilingRps));

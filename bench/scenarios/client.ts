@@ -1,12 +1,36 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  apiPath,
+  createApiKey,
+  createProjectWithVault,
+  decryptSecretValue,
+  fromCredential,
+  openVault,
+  rekey,
+  type RekeyPhase,
+} from '@coffer/sdk';
+import { median, timeRuns } from '../lib/measure.js';
 import type { BenchOptions } from '../lib/options.js';
-import type { ValueRow } from '../lib/report.js';
-import type { Fixture } from './fixture.js';
+import { targets, type ValueRow } from '../lib/report.js';
+import {
+  READ_ENV,
+  SECRET_COUNT,
+  environmentsOf,
+  secretName,
+  trustingFetch,
+  writeSecrets,
+  type Fixture,
+} from './fixture.js';
 
 export interface ClientContext {
   fixture: Fixture;
   baseUrl: string;
   caFile: string;
   root: string;
+  workDir: string;
   options: BenchOptions;
   say: (text: string) => void;
 }
@@ -15,8 +39,145 @@ export interface ClientContext {
 export interface ClientScenario {
   id: string;
   title: string;
-  needs: string;
   run(ctx: ClientContext): Promise<Omit<ValueRow, 'id' | 'backend'> | null>;
 }
 
-export const CLIENT_SCENARIOS: ClientScenario[] = [];
+const ms = (values: number[]) =>
+  `median of ${values.length}, min ${Math.min(...values).toFixed(1)}, max ${Math.max(...values).toFixed(1)}`;
+
+/** The SDK alone: decrypting the 100 envelopes of a listing with the API key's environment key. */
+const sdkDecrypt: ClientScenario = {
+  id: 'sdk-decrypt',
+  title: `SDK: decrypt ${SECRET_COUNT} secrets`,
+  async run(ctx) {
+    const { client, vault, projectId } = await fromCredential(
+      ctx.baseUrl,
+      ctx.fixture.apiKeyCredential,
+      { fetch: trustingFetch(ctx.caFile) },
+    );
+    const page = await client.requestPage<{ name: string; value: string; environment_id: string }>(
+      'GET',
+      apiPath`/v1/projects/${projectId}/environments/${READ_ENV}/secrets`,
+      { query: { per_page: SECRET_COUNT } },
+    );
+    const environmentId = page.data[0]!.environment_id;
+    const { key, epoch } = await vault.environmentKey(environmentId);
+    const decryptAll = async () =>
+      page.data.map((s) =>
+        decryptSecretValue({
+          projectId,
+          environmentId,
+          name: s.name,
+          epoch,
+          environmentKey: key,
+          envelope: s.value,
+        }),
+      );
+    const durations = await timeRuns(ctx.options.quick ? 20 : 200, 20, decryptAll);
+    return {
+      kind: 'value',
+      title: this.title,
+      value: median(durations),
+      unit: 'ms',
+      detail: ms(durations),
+      target: null,
+      pass: null,
+    };
+  },
+};
+
+/** The CLI as a user runs it: a fresh process that fetches, decrypts and execs `true`. */
+const cliRun: ClientScenario = {
+  id: 'coffer-run',
+  title: `coffer run -- true (${SECRET_COUNT} secrets)`,
+  async run(ctx) {
+    const cli = join(ctx.root, 'packages/cli/dist/coffer.js');
+    if (!existsSync(cli)) return null;
+    const cwd = mkdtempSync(join(ctx.workDir, 'cli-'));
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: cwd,
+      COFFER_SERVER: ctx.baseUrl,
+      COFFER_TOKEN: ctx.fixture.apiKeyCredential,
+      COFFER_CA_FILE: ctx.caFile,
+    };
+    const args = [cli, 'run', '--env', READ_ENV, '--', 'true'];
+    const runOnce = () => promisify(execFile)(process.execPath, args, { cwd, env });
+    const durations = await timeRuns(ctx.options.cliRuns, 2, runOnce);
+    return {
+      kind: 'value',
+      title: this.title,
+      value: median(durations),
+      unit: 'ms',
+      detail: ms(durations),
+      target: targets.run,
+      pass: null,
+    };
+  },
+};
+
+/**
+ * Re-key of a project holding `versions` secret versions (10 versions of each
+ * secret), client and server together: snapshot, re-encryption, grants, commit.
+ */
+function rekeyScenario(versions: number): ClientScenario {
+  const label = versions.toLocaleString('en-US');
+  return {
+    id: `rekey-${versions / 1000}k`,
+    title: `re-key ${label} secret versions`,
+    async run(ctx) {
+      const { client, admin } = ctx.fixture;
+      const started = performance.now();
+      const project = await createProjectWithVault(client, admin.keys, {
+        name: `bench re-key ${label}`,
+      });
+      const vault = await openVault(client, project.id, admin.keys);
+      const env = (await environmentsOf(client, project.id)).get(READ_ENV)!;
+      // A token with a grant, which the re-key must grant again.
+      await createApiKey(vault, { name: 'app', role: 'developer', scopes: { [READ_ENV]: 'read' } });
+      for (let round = 0; round < 10; round++)
+        await writeSecrets(vault, env, versions / 10, secretName);
+      ctx.say(
+        `  setup: project with ${label} versions (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      );
+
+      const runs = ctx.options.quick ? 1 : 3;
+      const totals: number[] = [];
+      let phases: Record<string, number> = {};
+      for (let i = 0; i < runs; i++) {
+        const at: Partial<Record<RekeyPhase, number>> = {};
+        const start = performance.now();
+        await rekey(client, project.id, admin.keys, {
+          onProgress: (p) => (at[p.phase] ??= performance.now()),
+        });
+        const end = performance.now();
+        totals.push((end - start) / 1000);
+        // Where the time went in the last run: until the snapshot arrived and the
+        // re-encryption began, client crypto, and the commit request.
+        phases = {
+          'open + snapshot': (at.reencrypt ?? start) - start,
+          'client crypto': (at.commit ?? end) - (at.reencrypt ?? start),
+          commit: end - (at.commit ?? end),
+        };
+      }
+      return {
+        kind: 'value',
+        title: this.title,
+        value: median(totals),
+        unit: 's',
+        detail: `median of ${runs}; last: ${Object.entries(phases)
+          .map(([phase, t]) => `${phase} ${(t / 1000).toFixed(2)} s`)
+          .join(', ')}`,
+        target: versions === 10_000 ? targets.rekey10k : null,
+        pass: null,
+      };
+    },
+  };
+}
+
+export const CLIENT_SCENARIOS: ClientScenario[] = [
+  sdkDecrypt,
+  cliRun,
+  rekeyScenario(1_000),
+  rekeyScenario(10_000),
+];
