@@ -349,6 +349,62 @@ for (const dialect of DIALECTS) {
       );
     });
 
+    it('lists your invitations sorted by created_at, invited_at or expires_at, ties on id, paginated', async () => {
+      const admin = await signUp(t);
+      const invitee = await signUp(t);
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const project = await createProject(t, admin);
+        ids.push((await invite(t, admin, project.id, invitee.email, 'viewer')).id);
+        if (i !== 1) t.clock.advance(1000); // the second and third share their timestamps
+      }
+      const rows = await db()
+        .selectFrom('members')
+        .select(['id', 'created_at', 'invited_at', 'invitation_expires_at'])
+        .where('id', 'in', ids)
+        .execute();
+      const keyOf: Record<string, (r: (typeof rows)[number]) => string> = {
+        created_at: (r) => r.created_at,
+        invited_at: (r) => r.invited_at!,
+        expires_at: (r) => r.invitation_expires_at!,
+      };
+      const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+      for (const [sort, key] of Object.entries(keyOf)) {
+        for (const order of ['asc', 'desc'] as const) {
+          const sign = order === 'asc' ? 1 : -1;
+          const expected = [...rows]
+            .sort((a, b) => sign * (cmp(key(a), key(b)) || cmp(a.id, b.id)))
+            .map((r) => r.id);
+          const got = dataOf<{ id: string }[]>(
+            await as(t, invitee, 'GET', `/v1/invitations?sort=${sort}&order=${order}`),
+            200,
+          ).map((i) => i.id);
+          assert.deepEqual(got, expected, `sort=${sort}&order=${order}`);
+        }
+      }
+      const page = await as(t, invitee, 'GET', '/v1/invitations?per_page=3&page=2');
+      assert.equal(dataOf<unknown[]>(page, 200).length, 1);
+      assert.deepEqual((page.data as { pagination: unknown }).pagination, {
+        page: 2,
+        per_page: 3,
+        total: 4,
+        total_pages: 2,
+      });
+      for (const [query, field, issue] of [
+        ['per_page=101', 'per_page', 'maximum'],
+        ['page=0', 'page', 'minimum'],
+        ['sort=role', 'sort', 'invalid'],
+        ['status=pending', 'status', 'unknown'],
+      ] as const) {
+        const error = errorOf(
+          await as(t, invitee, 'GET', `/v1/invitations?${query}`),
+          400,
+          'validation_error',
+        );
+        assert.deepEqual(error.details, [{ field, issue }], query);
+      }
+    });
+
     it('a member of the project who is invited again is refused with 409 already_member', async () => {
       const admin = await signUp(t);
       const project = await createProject(t, admin);
