@@ -3,3 +3,4 @@ export * from './crypto/index.js';
 export * from './client/index.js';
 export * from './crypto/token-signing.js';
 export * from './vault/index.js';
+export * from './dotenv.js';

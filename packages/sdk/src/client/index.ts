@@ -33,3 +33,5 @@ export * from './vault.js';
 export * from './tokens.js';
 export * from './projects.js';
 export * from './members.js';
+export * from './environments.js';
+export * from './secrets.js';

@@ -1,0 +1,416 @@
+import { decryptSecretValue, encryptSecretValue, parseEnvelope, ready } from '../crypto/index.js';
+import {
+  formatDotenv,
+  formatJson,
+  formatShell,
+  formatYaml,
+  parseDotenv,
+  parseJsonSecrets,
+} from '../dotenv.js';
+import { environmentIdOf } from './environments.js';
+import { CofferApiError } from './errors.js';
+import { apiPath, type CofferClient, type Page } from './http.js';
+
+// ---- The API's shapes and one typed call per endpoint --------------------------
+
+/** A secret as the API returns it: `value` is the envelope, present only for callers allowed to read it. */
+export interface Secret {
+  id: string;
+  environment_id: string;
+  name: string;
+  version: number;
+  value?: string;
+  comment: string;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+}
+
+export interface SecretVersion {
+  id: string;
+  secret_id: string;
+  version: number;
+  value?: string;
+  created_at: string;
+  created_by: string | null;
+}
+
+export interface SecretListQuery {
+  page?: number;
+  per_page?: number;
+  sort?: 'created_at' | 'updated_at' | 'name';
+  order?: 'asc' | 'desc';
+}
+
+export interface SecretVersionListQuery {
+  page?: number;
+  per_page?: number;
+  sort?: 'created_at' | 'version';
+  order?: 'asc' | 'desc';
+}
+
+export interface PutSecretBody {
+  /** An envelope from `encryptSecretValue`, under the vault's current epoch. */
+  value: string;
+  /** Omitted: the current comment is kept. */
+  comment?: string;
+  /** The version last seen; `0`: the secret must not exist yet. Stale → 409 `version_conflict`. */
+  expected_version?: number;
+}
+
+export interface BatchSecretItem extends PutSecretBody {
+  name: string;
+}
+
+export interface BatchBody {
+  secrets?: BatchSecretItem[];
+  delete?: string[];
+}
+
+export interface BatchResult {
+  secrets: Secret[];
+  deleted: string[];
+}
+
+const secretsPath = (projectId: string, env: string) =>
+  apiPath`/v1/projects/${projectId}/environments/${env}/secrets`;
+const secretPath = (projectId: string, env: string, name: string) =>
+  apiPath`/v1/projects/${projectId}/environments/${env}/secrets/${name}`;
+
+/** `GET …/secrets`: one page; `value` only for readers. `env` is an id or a slug. */
+export const listSecretEnvelopes = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  query: SecretListQuery = {},
+): Promise<Page<Secret>> =>
+  client.requestPage<Secret>('GET', secretsPath(projectId, env), { query: { ...query } });
+
+/** `GET …/secrets/{name}`: readers only. */
+export const getSecretEnvelope = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  name: string,
+) => client.request<Secret>('GET', secretPath(projectId, env, name));
+
+/** `PUT …/secrets/{name}`: creates (version 1) or adds a version. */
+export const putSecretEnvelope = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  name: string,
+  body: PutSecretBody,
+) => client.request<Secret>('PUT', secretPath(projectId, env, name), { body });
+
+/** `DELETE …/secrets/{name}`: the secret and all its versions. */
+export const deleteSecret = (client: CofferClient, projectId: string, env: string, name: string) =>
+  client.request<void>('DELETE', secretPath(projectId, env, name));
+
+/** `GET …/secrets/{name}/versions`: one page of history, newest first by default. */
+export const listSecretVersions = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  name: string,
+  query: SecretVersionListQuery = {},
+): Promise<Page<SecretVersion>> =>
+  client.requestPage<SecretVersion>('GET', `${secretPath(projectId, env, name)}/versions`, {
+    query: { ...query },
+  });
+
+/** `POST …/secrets/{name}/rollback`: the value of `version` becomes a new version. */
+export const rollbackSecretEnvelope = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  name: string,
+  body: { version: number; expected_version?: number },
+) => client.request<Secret>('POST', `${secretPath(projectId, env, name)}/rollback`, { body });
+
+/** `POST …/secrets/batch`: all-or-nothing writes and deletes (at most 1,000 items). */
+export const batchSecretEnvelopes = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  body: BatchBody,
+) => client.request<BatchResult>('POST', `${secretsPath(projectId, env)}/batch`, { body });
+
+// ---- Decrypted operations -----------------------------------------------------
+
+/**
+ * Supplies the key of an environment at the vault's current epoch. The vault
+ * session (`openVault`, `fromCredential`) is one: members derive it from their
+ * project-key grant, tokens open their environment-key grants.
+ */
+export interface EnvironmentKeyProvider {
+  environmentKey(
+    projectId: string,
+    environmentId: string,
+  ): Promise<{ key: Uint8Array; epoch: number }>;
+  /** Fetches the grants again; called once after a `stale_epoch` conflict (a re-key happened). */
+  refresh?(): Promise<void>;
+}
+
+/** What decrypted operations work on: a client, a project, and keys for its environments. */
+export interface SecretScope {
+  client: CofferClient;
+  projectId: string;
+  keys: EnvironmentKeyProvider;
+}
+
+/** A secret with its value decrypted. */
+export type DecryptedSecret = Omit<Secret, 'value'> & { value: string };
+
+export interface DecryptedVersion {
+  version: number;
+  value: string;
+  created_at: string;
+  created_by: string | null;
+}
+
+export type ExportFormat = 'dotenv' | 'json' | 'yaml' | 'shell';
+export type ImportFormat = 'dotenv' | 'json';
+
+/** A value could not be obtained: no read access (viewers, tokens out of scope) or too many items. */
+export class SecretsError extends Error {
+  constructor(
+    readonly code: 'no_value' | 'too_many',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SecretsError';
+  }
+}
+
+export const MAX_BATCH_ITEMS = 1000;
+
+const isStaleEpoch = (err: unknown) =>
+  err instanceof CofferApiError &&
+  err.code === 'version_conflict' &&
+  err.details.some((d) => d.issue === 'stale_epoch');
+
+/**
+ * Runs a write with the current key; after a `stale_epoch` conflict (a re-key
+ * moved the vault on), refreshes the keys and tries once more.
+ */
+async function withCurrentKey<T>(
+  scope: SecretScope,
+  environmentId: string,
+  write: (key: { key: Uint8Array; epoch: number }) => Promise<T>,
+): Promise<T> {
+  await ready();
+  try {
+    return await write(await scope.keys.environmentKey(scope.projectId, environmentId));
+  } catch (err) {
+    if (!isStaleEpoch(err) || !scope.keys.refresh) throw err;
+    await scope.keys.refresh();
+    return write(await scope.keys.environmentKey(scope.projectId, environmentId));
+  }
+}
+
+/** Decrypts an envelope of `name` in `environmentId`, refreshing the keys once if its epoch is newer. */
+async function decrypt(
+  scope: SecretScope,
+  environmentId: string,
+  name: string,
+  envelope: string | undefined,
+): Promise<string> {
+  if (envelope === undefined) {
+    throw new SecretsError(
+      'no_value',
+      `No value for ${name}: this credential may list names in this environment but not read values`,
+    );
+  }
+  await ready();
+  let { key, epoch } = await scope.keys.environmentKey(scope.projectId, environmentId);
+  if (parseEnvelope(envelope).epoch !== epoch && scope.keys.refresh) {
+    await scope.keys.refresh();
+    ({ key, epoch } = await scope.keys.environmentKey(scope.projectId, environmentId));
+  }
+  return decryptSecretValue({
+    environmentKey: key,
+    projectId: scope.projectId,
+    environmentId,
+    name,
+    epoch,
+    envelope,
+  });
+}
+
+const encrypt = (
+  scope: SecretScope,
+  environmentId: string,
+  name: string,
+  value: string,
+  key: { key: Uint8Array; epoch: number },
+) =>
+  encryptSecretValue({
+    environmentKey: key.key,
+    projectId: scope.projectId,
+    environmentId,
+    name,
+    epoch: key.epoch,
+    value,
+  });
+
+async function decryptSecret(scope: SecretScope, secret: Secret): Promise<DecryptedSecret> {
+  const value = await decrypt(scope, secret.environment_id, secret.name, secret.value);
+  return { ...secret, value };
+}
+
+/** Every secret of an environment with its envelope, across pages (sorted by name). */
+async function allSecrets(scope: SecretScope, env: string): Promise<Secret[]> {
+  const out: Secret[] = [];
+  for (let page = 1; ; page++) {
+    const res = await listSecretEnvelopes(scope.client, scope.projectId, env, {
+      page,
+      per_page: 100,
+      sort: 'name',
+      order: 'asc',
+    });
+    out.push(...res.data);
+    if (page >= res.pagination.total_pages) return out;
+  }
+}
+
+/** Reads and decrypts one secret. `env` is an environment id or slug. */
+export async function getSecret(
+  scope: SecretScope,
+  env: string,
+  name: string,
+): Promise<DecryptedSecret> {
+  return decryptSecret(scope, await getSecretEnvelope(scope.client, scope.projectId, env, name));
+}
+
+/** Every secret of the environment, decrypted: `{ NAME: value }` in name order. */
+export async function listSecrets(
+  scope: SecretScope,
+  env: string,
+): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const secret of await allSecrets(scope, env)) {
+    out[secret.name] = (await decryptSecret(scope, secret)).value;
+  }
+  return out;
+}
+
+/**
+ * Encrypts `value` under the environment's current key and writes it (a new
+ * version when the secret exists). `expectedVersion` guards against lost
+ * updates (`0`: must not exist yet).
+ */
+export async function setSecret(
+  scope: SecretScope,
+  env: string,
+  name: string,
+  value: string,
+  options: { comment?: string; expectedVersion?: number } = {},
+): Promise<DecryptedSecret> {
+  const environmentId = await environmentIdOf(scope.client, scope.projectId, env);
+  const written = await withCurrentKey(scope, environmentId, (key) =>
+    putSecretEnvelope(scope.client, scope.projectId, environmentId, name, {
+      value: encrypt(scope, environmentId, name, value, key),
+      ...(options.comment !== undefined ? { comment: options.comment } : {}),
+      ...(options.expectedVersion !== undefined
+        ? { expected_version: options.expectedVersion }
+        : {}),
+    }),
+  );
+  return { ...written, value };
+}
+
+/** Every version of a secret, decrypted, newest first. */
+export async function history(
+  scope: SecretScope,
+  env: string,
+  name: string,
+): Promise<DecryptedVersion[]> {
+  const environmentId = await environmentIdOf(scope.client, scope.projectId, env);
+  const out: DecryptedVersion[] = [];
+  for (let page = 1; ; page++) {
+    const res = await listSecretVersions(scope.client, scope.projectId, environmentId, name, {
+      page,
+      per_page: 100,
+      sort: 'version',
+      order: 'desc',
+    });
+    for (const v of res.data) {
+      out.push({
+        version: v.version,
+        value: await decrypt(scope, environmentId, name, v.value),
+        created_at: v.created_at,
+        created_by: v.created_by,
+      });
+    }
+    if (page >= res.pagination.total_pages) return out;
+  }
+}
+
+/** Makes an earlier version's value current again (as a new version); returns it decrypted. */
+export async function rollback(
+  scope: SecretScope,
+  env: string,
+  name: string,
+  version: number,
+  options: { expectedVersion?: number } = {},
+): Promise<DecryptedSecret> {
+  const secret = await rollbackSecretEnvelope(scope.client, scope.projectId, env, name, {
+    version,
+    ...(options.expectedVersion !== undefined ? { expected_version: options.expectedVersion } : {}),
+  });
+  return decryptSecret(scope, secret);
+}
+
+/**
+ * Imports a `.env` or JSON text in ONE batch request: every secret is written
+ * (new versions for existing names) or none is. At most 1,000 secrets. Returns
+ * the names created and updated.
+ */
+export async function importSecrets(
+  scope: SecretScope,
+  env: string,
+  text: string,
+  format: ImportFormat,
+): Promise<{ created: string[]; updated: string[] }> {
+  const entries = format === 'dotenv' ? parseDotenv(text) : parseJsonSecrets(text);
+  if (entries.length > MAX_BATCH_ITEMS) {
+    throw new SecretsError(
+      'too_many',
+      `${entries.length} secrets: one import holds at most ${MAX_BATCH_ITEMS}`,
+    );
+  }
+  if (entries.length === 0) return { created: [], updated: [] };
+  const environmentId = await environmentIdOf(scope.client, scope.projectId, env);
+  const result = await withCurrentKey(scope, environmentId, (key) =>
+    batchSecretEnvelopes(scope.client, scope.projectId, environmentId, {
+      secrets: entries.map((e) => ({
+        name: e.name,
+        value: encrypt(scope, environmentId, e.name, e.value, key),
+      })),
+    }),
+  );
+  return {
+    created: result.secrets.filter((s) => s.version === 1).map((s) => s.name),
+    updated: result.secrets.filter((s) => s.version > 1).map((s) => s.name),
+  };
+}
+
+/** Every secret of the environment, decrypted and serialized (`.env`, JSON, YAML or shell `export` lines). */
+export async function exportSecrets(
+  scope: SecretScope,
+  env: string,
+  format: ExportFormat,
+): Promise<string> {
+  const secrets = await listSecrets(scope, env);
+  switch (format) {
+    case 'dotenv':
+      return formatDotenv(secrets);
+    case 'json':
+      return formatJson(secrets);
+    case 'yaml':
+      return formatYaml(secrets);
+    case 'shell':
+      return formatShell(secrets);
+  }
+}
