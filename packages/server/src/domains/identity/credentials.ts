@@ -19,6 +19,16 @@ const EXPIRED_MESSAGE: Record<Principal['kind'], string> = {
 };
 
 const TABLE = { session: 'sessions', api_key: 'api_keys', ci_token: 'ci_tokens' } as const;
+/** What resolving an API key or CI token reads (API keys add their role). */
+const TOKEN_COLUMNS = [
+  'id',
+  'project_id',
+  'created_by',
+  'scopes',
+  'expires_at',
+  'revoked_at',
+  'last_used_at',
+] as const;
 
 /**
  * How long a resolved credential is trusted without asking the database. A
@@ -176,16 +186,7 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
         return resolve(hash, now, async () => {
           const key = await db
             .selectFrom('api_keys')
-            .select([
-              'id',
-              'project_id',
-              'created_by',
-              'role',
-              'scopes',
-              'expires_at',
-              'revoked_at',
-              'last_used_at',
-            ])
+            .select([...TOKEN_COLUMNS, 'role'])
             .where('token_hash', '=', hash)
             .executeTakeFirst();
           if (!key || key.revoked_at) return null;
@@ -207,15 +208,7 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
         return resolve(hash, now, async () => {
           const token = await db
             .selectFrom('ci_tokens')
-            .select([
-              'id',
-              'project_id',
-              'created_by',
-              'scopes',
-              'expires_at',
-              'revoked_at',
-              'last_used_at',
-            ])
+            .select(TOKEN_COLUMNS)
             .where('token_hash', '=', hash)
             .executeTakeFirst();
           if (!token || token.revoked_at) return null;
