@@ -275,11 +275,21 @@ export async function updateVersionValues(
   versions: readonly { id: string; value: string }[],
   dialect: DialectName,
 ): Promise<number> {
-  // 2 parameters per row; SQLite's limit is 32,766 and PostgreSQL's 65,535.
-  const chunk = dialect === 'sqlite' ? 8000 : 10000;
+  if (dialect === 'postgres') {
+    // Two array parameters, whatever the count: no statement size or parameter limit.
+    const result = await sql`
+      update secret_versions
+         set value = incoming.value, epoch = ${epoch}
+        from unnest(${versions.map((v) => v.id)}::text[], ${versions.map((v) => v.value)}::text[])
+             as incoming(id, value)
+       where secret_versions.id = incoming.id
+         and secret_versions.project_id = ${projectId}`.execute(db);
+    return Number(result.numAffectedRows ?? 0);
+  }
+  // SQLite: 2 parameters per row, under its 32,766 limit per statement.
   let updated = 0;
-  for (let i = 0; i < versions.length; i += chunk) {
-    const rows = versions.slice(i, i + chunk);
+  for (let i = 0; i < versions.length; i += 8000) {
+    const rows = versions.slice(i, i + 8000);
     const values = sql.join(rows.map((r) => sql`(${r.id}, ${r.value})`));
     const result = await sql`
       with incoming(id, value) as (values ${values})
