@@ -60,6 +60,7 @@ process.on('message', (message: { plan: LoadPlan }) => {
   const { plan } = message;
   (async () => {
     if (plan.warmupSeconds > 0) await run(plan, plan.warmupSeconds);
+    process.send!({ measuring: true });
     const r = await run(plan, plan.seconds);
     const statuses: Record<string, number> = {};
     for (const [code, stat] of Object.entries(r.statusCodeStats)) {

@@ -67,7 +67,8 @@ function describe(row: Row): string {
   return `${row.title} [${row.backend}]: ${row.value.toFixed(row.unit === 's' ? 2 : 1)} ${row.unit} (${row.detail})`;
 }
 
-async function measureCeiling(plain: boolean): Promise<number> {
+/** The bare Fastify route, measured right before the scenarios it is compared with. */
+async function measureCeiling(plain: boolean, comparedWith: string): Promise<number> {
   const server = await startProcess({
     name: 'ceiling server',
     args: ['--import', 'tsx', join(root, 'bench/ceiling-server.ts')],
@@ -79,7 +80,7 @@ async function measureCeiling(plain: boolean): Promise<number> {
     logFile: join(workDir, 'ceiling.log'),
   });
   try {
-    const { result } = await measureLoad(
+    const { result, cpu } = await measureLoad(
       load,
       server,
       { url: `${server.url}/ceiling`, method: 'GET', headers: {} },
@@ -90,8 +91,9 @@ async function measureCeiling(plain: boolean): Promise<number> {
       kind: 'load',
       id: plain ? 'ceiling-http' : 'ceiling',
       title: `ceiling: bare Fastify, tiny JSON${plain ? ' (plain HTTP)' : ''}`,
-      backend: plain ? 'http' : 'https',
+      backend: `for ${comparedWith}`,
       result,
+      cpu,
       expectStatus: 200,
       ratio: 1,
       target: null,
@@ -124,6 +126,7 @@ async function measureScenario(
     title: scenario.title,
     backend,
     result: measured.result,
+    cpu: measured.cpu,
     expectStatus: scenario.expectStatus,
     ratio: ceilingRps ? measured.result.rps / ceilingRps : null,
     target: scenario.target,
@@ -226,8 +229,10 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
 let exitCode = 0;
 try {
   const httpSelected = [...HTTP_SCENARIOS, ...PLAIN_HTTP_SCENARIOS].some((s) => selected(s.id));
-  const ceilingRps = httpSelected || selected('ceiling') ? await measureCeiling(false) : null;
-  for (const backend of options.backends) await runBackend(backend, ceilingRps);
+  for (const backend of options.backends) {
+    const ceilingRps = httpSelected ? await measureCeiling(false, backend) : null;
+    await runBackend(backend, ceilingRps);
+  }
   if (!options.quick && PLAIN_HTTP_SCENARIOS.some((s) => selected(s.id))) await runPlainHttp();
 } catch (err) {
   exitCode = 1;
@@ -239,7 +244,7 @@ try {
 /** Behind a TLS-terminating proxy (TLS=off, TRUST_PROXY=true): what HTTPS costs, on SQLite. */
 async function runPlainHttp(): Promise<void> {
   say('\nPlain HTTP (TLS=off behind a proxy), SQLite:');
-  const ceilingRps = await measureCeiling(true);
+  const ceilingRps = await measureCeiling(true, 'sqlite, http');
   const backend = await prepareBackend('sqlite', join(workDir, 'plain'), process.env);
   const server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
   try {
@@ -257,6 +262,12 @@ async function runPlainHttp(): Promise<void> {
 const finishedAt = new Date();
 say(`\n${renderTables(rows)}`);
 if (profiles.length) say(`\n${profiles.join('\n\n')}`);
+const disturbed = rows.filter((r) => r.kind === 'load' && r.cpu.others > 0.2);
+if (disturbed.length)
+  say(
+    `\nwarning: other work used the machine during ${disturbed.length} measurement(s) ` +
+      `(CPU "other" > 0.2 cores); their figures are low. Rerun on a quiet machine.`,
+  );
 const short = rows.filter((r) => r.pass === false);
 say(
   `\n${rows.filter((r) => r.pass === true).length} targets met, ${short.length} short` +

@@ -49,16 +49,20 @@ export class LoadGenerator {
     return this.child.pid!;
   }
 
-  run(plan: LoadPlan): Promise<LoadResult> {
+  /** Runs the warm-up, calls `onMeasuring` as the measured run starts, resolves with its result. */
+  run(plan: LoadPlan, onMeasuring: () => void = () => undefined): Promise<LoadResult> {
     return new Promise((resolve, reject) => {
       const onExit = (code: number | null) =>
         reject(new Error(`load worker exited (code ${code}) during a measurement`));
-      this.child.once('exit', onExit);
-      this.child.once('message', (message: { result?: LoadResult; error?: string }) => {
+      const onMessage = (message: { measuring?: true; result?: LoadResult; error?: string }) => {
+        if (message.measuring) return onMeasuring();
         this.child.off('exit', onExit);
+        this.child.off('message', onMessage);
         if (message.result) resolve(message.result);
         else reject(new Error(`load worker: ${message.error}`));
-      });
+      };
+      this.child.once('exit', onExit);
+      this.child.on('message', onMessage);
       this.child.send({ plan });
     });
   }

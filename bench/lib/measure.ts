@@ -1,3 +1,4 @@
+import { startCpuAccounting, type CpuUse } from './cpu.js';
 import type { LoadGenerator, LoadPlan, LoadResult } from './load.js';
 import { nowUs, type Window } from './profile.js';
 import type { ServerProcess } from './processes.js';
@@ -18,7 +19,7 @@ export async function measureLoad(
   plan: Omit<LoadPlan, keyof Timing>,
   timing: Timing,
   label: string,
-): Promise<{ result: LoadResult; maxRssMiB: number; window: Window }> {
+): Promise<{ result: LoadResult; cpu: CpuUse; maxRssMiB: number; window: Window }> {
   let maxRssMiB = server.rssMiB();
   const sampler = setInterval(() => {
     try {
@@ -27,14 +28,19 @@ export async function measureLoad(
       // the process is gone; the measurement reports the failure
     }
   }, 250);
-  const startUs = nowUs();
+  let measuredFromUs = nowUs();
+  let cpu = startCpuAccounting(server.pid, load.pid);
   try {
-    const result = await load.run({ ...plan, ...timing });
-    // The profile window covers the measured run only, not the warm-up.
+    // CPU use and the profile window cover the measured run only, not the warm-up.
+    const result = await load.run({ ...plan, ...timing }, () => {
+      measuredFromUs = nowUs();
+      cpu = startCpuAccounting(server.pid, load.pid);
+    });
     return {
       result,
+      cpu: cpu.stop(),
       maxRssMiB,
-      window: { label, startUs: startUs + timing.warmupSeconds * 1e6, endUs: nowUs() },
+      window: { label, startUs: measuredFromUs, endUs: nowUs() },
     };
   } finally {
     clearInterval(sampler);

@@ -1,3 +1,4 @@
+import type { CpuUse } from './cpu.js';
 import type { LoadResult } from './load.js';
 
 /** DESIGN.md section 7, as the benchmark checks it. */
@@ -16,6 +17,8 @@ export interface LoadRow {
   title: string;
   backend: string;
   result: LoadResult;
+  /** CPU in cores during the measured run: the server's, the load generator's, and the rest of the machine's. */
+  cpu: CpuUse;
   /** The status every response is expected to have (others are reported). */
   expectStatus: number;
   /** Throughput as a fraction of the ceiling measured in the same run. */
@@ -128,6 +131,7 @@ export function renderTables(rows: Row[]): string {
           'p50 ms',
           'p99 ms',
           'KB/resp',
+          'CPU srv/gen/other',
           'target',
           '',
           'other responses',
@@ -141,11 +145,12 @@ export function renderTables(rows: Row[]): string {
           String(r.result.p50),
           String(r.result.p99),
           (r.result.bytesPerRequest / 1000).toFixed(1),
+          [r.cpu.server, r.cpu.loadGenerator, r.cpu.others].map((c) => c.toFixed(2)).join(' / '),
           r.target?.text ?? '',
           verdict(r.pass),
           unexpected(r),
         ]),
-        new Set([3, 4, 5, 6, 7]),
+        new Set([3, 4, 5, 6, 7, 8]),
       ),
     );
   }

@@ -1,0 +1,54 @@
+import { readFileSync } from 'node:fs';
+
+/** Linux clock ticks per second (USER_HZ), the unit of /proc/stat and /proc/<pid>/stat. */
+const HZ = 100;
+
+function machineBusyTicks(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields.map(Number) as number[];
+  void idle;
+  void iowait;
+  return user! + nice! + system! + irq! + softirq! + steal!;
+}
+
+function processTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at ")".
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime + stime
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU used during a measurement, in cores (1.0 = one core busy the whole time). */
+export interface CpuUse {
+  server: number;
+  loadGenerator: number;
+  /** Everything else on the machine: other people's work skews the figures. */
+  others: number;
+}
+
+/**
+ * Starts accounting CPU time of the server, the load generator and the bench
+ * itself against the whole machine; `stop()` returns the use in cores.
+ */
+export function startCpuAccounting(serverPid: number, loadPid: number): { stop(): CpuUse } {
+  const started = performance.now();
+  const machine0 = machineBusyTicks();
+  const server0 = processTicks(serverPid);
+  const load0 = processTicks(loadPid);
+  const self0 = processTicks(process.pid);
+  return {
+    stop() {
+      const seconds = (performance.now() - started) / 1000;
+      const server = processTicks(serverPid) - server0;
+      const load = processTicks(loadPid) - load0;
+      const self = processTicks(process.pid) - self0;
+      const others = machineBusyTicks() - machine0 - server - load - self;
+      const cores = (ticks: number) => Math.max(0, ticks) / HZ / seconds;
+      return { server: cores(server), loadGenerator: cores(load), others: cores(others) };
+    },
+  };
+}
