@@ -24,6 +24,8 @@ export const MEMBER_COUNT = 100;
 /** The environment the list and read scenarios use, and the one writes go to. */
 export const READ_ENV = 'production';
 export const WRITE_ENV = 'staging';
+/** The query the SDK's listSecrets sends, so the server sees what real clients ask. */
+export const LIST_QUERY = `page=1&per_page=${SECRET_COUNT}&sort=name&order=asc`;
 
 /**
  * What the scenarios run against, set up through the real API and SDK: a user
@@ -176,7 +178,7 @@ export async function createFixture(opts: FixtureOptions): Promise<Fixture> {
 
   const listing = await fetchWithBearer(
     opts,
-    `${apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets`}?per_page=${SECRET_COUNT}`,
+    `${apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets`}?${LIST_QUERY}`,
     apiKeyCredential.split('.')[0]!,
   );
   const listEtag = listing.headers.get('etag');

@@ -2,7 +2,7 @@ import { apiPath } from '@coffer/sdk';
 import type { LoadPlan } from '../lib/load.js';
 import type { Timing } from '../lib/measure.js';
 import { targets, type Target } from '../lib/report.js';
-import { MEMBER_COUNT, READ_ENV, SECRET_COUNT, type Fixture } from './fixture.js';
+import { LIST_QUERY, MEMBER_COUNT, READ_ENV, SECRET_COUNT, type Fixture } from './fixture.js';
 
 export interface HttpScenario {
   id: string;
@@ -14,7 +14,7 @@ export interface HttpScenario {
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const listPath = (f: Fixture) =>
-  `${apiPath`/v1/projects/${f.projectId}/environments/${READ_ENV}/secrets`}?per_page=${SECRET_COUNT}`;
+  `${apiPath`/v1/projects/${f.projectId}/environments/${READ_ENV}/secrets`}?${LIST_QUERY}`;
 
 const listSecrets: HttpScenario = {
   id: 'list-secrets',
