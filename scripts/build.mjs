@@ -1,7 +1,8 @@
 // Bundles each package's entry point with esbuild (type checking is `npm run check`).
 // Workspace packages are bundled in; registry dependencies stay external.
 import { build } from 'esbuild';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const pkg = (dir) => JSON.parse(readFileSync(`${root}packages/${dir}/package.json`, 'utf8'));
@@ -27,11 +28,23 @@ const targets = [
   { dir: 'cli', entry: 'src/main.ts', out: 'dist/coffer.js', shebang: true },
 ];
 
+// Outputs are written to a temporary name and renamed into place, so a process
+// started while another build runs (tests build on demand) never reads half a file.
+async function buildAtomically(options) {
+  const result = await build({ ...options, write: false });
+  for (const file of result.outputFiles) {
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    mkdirSync(dirname(file.path), { recursive: true });
+    writeFileSync(temporary, file.contents);
+    renameSync(temporary, file.path);
+  }
+}
+
 await Promise.all(
   targets
     .filter((t) => existsSync(`${root}packages/${t.dir}/${t.entry}`))
     .map((t) =>
-      build({
+      buildAtomically({
         ...common,
         ...(t.platform === 'neutral'
           ? { platform: 'neutral', banner: {}, mainFields: ['module', 'main'] }

@@ -25,15 +25,28 @@ async function main(): Promise<void> {
       { signal },
       'shutting down: no new connections, finishing in-flight requests',
     );
+    // Requests still running after the grace period lose their connection; the
+    // database is then closed as usual. Should even that hang, exit anyway.
+    const grace = setTimeout(() => {
+      server.app.log.warn(
+        { graceMs: config.shutdownGraceMs },
+        'in-flight requests did not finish within SHUTDOWN_GRACE_MS; closing their connections',
+      );
+      server.abortInFlight();
+    }, config.shutdownGraceMs);
+    grace.unref();
     const force = setTimeout(() => {
-      server.app.log.error('in-flight requests did not finish in time; exiting');
+      server.app.log.error('shutdown did not complete; exiting');
       process.exit(1);
-    }, config.shutdownGraceMs + 1000);
+    }, config.shutdownGraceMs + 5000);
     force.unref();
     server
       .close()
       .then(() => db.close())
-      .then(() => process.exit(0))
+      .then(() => {
+        server.app.log.info('in-flight requests finished and database closed; exiting');
+        process.exit(0);
+      })
       .catch((err: unknown) => {
         server.app.log.error({ err }, 'shutdown failed');
         process.exit(1);

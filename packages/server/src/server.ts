@@ -17,7 +17,10 @@ export interface RunningServer {
   /** The HTTPS (or proxied plain) URL actually listened on. */
   url: string;
   redirectUrl: string | null;
+  /** Stops accepting, waits for in-flight requests, then releases the rate-limit store. */
   close(): Promise<void>;
+  /** Cuts every open connection (shutdown grace period exceeded). */
+  abortInFlight(): void;
 }
 
 /** Builds the app for production use and listens: HTTPS plus the plain-HTTP redirect. */
@@ -81,8 +84,19 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     async close() {
       redirect?.close();
       redirect?.closeAllConnections();
-      await app.close();
+      // Stop accepting and let in-flight requests finish. A kept-alive connection
+      // that goes idle once its request is answered is closed at once rather than
+      // after the keep-alive timeout, so shutdown waits only for real work.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(sweep);
+      }
       await rateLimitStore.close();
+    },
+    abortInFlight() {
+      app.server.closeAllConnections();
     },
   };
 }

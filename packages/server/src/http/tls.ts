@@ -1,6 +1,7 @@
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import * as selfsigned from 'selfsigned';
 import type { Config } from '../config.js';
@@ -47,28 +48,35 @@ export function loadTls(config: Config): TlsMaterial | null {
     };
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const hostnames = new Set(['localhost', new URL(config.publicUrl).hostname]);
-  const pems = selfsigned.generate(
-    [{ name: 'commonName', value: new URL(config.publicUrl).hostname }],
-    {
-      days: 825,
-      keySize: 2048,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: false },
-        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        {
-          name: 'subjectAltName',
-          altNames: [
-            ...[...hostnames].map((value) => ({ type: 2, value })),
-            { type: 7, ip: '127.0.0.1' },
-            { type: 7, ip: '::1' },
-          ],
-        },
-      ],
-    },
-  );
+  const publicHost = new URL(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1');
+  const names = new Set(['localhost', ...(isIP(publicHost) ? [] : [publicHost])]);
+  const ips = new Set(['127.0.0.1', '::1', ...(isIP(publicHost) ? [publicHost] : [])]);
+  const options: selfsigned.SelfsignedOptions & {
+    keyPair: { privateKey: string; publicKey: string };
+  } = {
+    days: 825,
+    // The key pair from Node's native crypto: generating it in JavaScript
+    // (selfsigned's default) takes seconds on a small machine.
+    keyPair: generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    }),
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          ...[...names].map((value) => ({ type: 2, value })),
+          ...[...ips].map((ip) => ({ type: 7, ip })),
+        ],
+      },
+    ],
+  };
+  const pems = selfsigned.generate([{ name: 'commonName', value: publicHost }], options);
   writeFileSync(keyFile, pems.private, { mode: 0o600 });
   writeFileSync(certFile, pems.cert, { mode: 0o644 });
   return {
