@@ -8,6 +8,15 @@ const app = (CERT_FILE && KEY_FILE
   ? Fastify({ https: { cert: readFileSync(CERT_FILE), key: readFileSync(KEY_FILE) } })
   : Fastify()) as unknown as FastifyInstance;
 app.get('/ceiling', async () => ({ ok: true }));
+// A JSON body of exactly :bytes bytes, serialized once: the same stack sending a
+// payload the size of a secret listing.
+const bodies = new Map<number, string>();
+app.get<{ Params: { bytes: string } }>('/ceiling/json/:bytes', async (request, reply) => {
+  const bytes = Math.min(Math.max(Number(request.params.bytes) || 0, 12), 1 << 20);
+  let body = bodies.get(bytes);
+  if (body === undefined) bodies.set(bytes, (body = `{"data":"${'x'.repeat(bytes - 11)}"}`));
+  return reply.type('application/json; charset=utf-8').send(body);
+});
 const address = await app.listen({ host: '127.0.0.1', port: Number(PORT ?? 0) });
 process.stdout.write(`listening on ${address}\n`);
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

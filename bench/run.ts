@@ -67,8 +67,20 @@ function describe(row: Row): string {
   return `${row.title} [${row.backend}]: ${row.value.toFixed(row.unit === 's' ? 2 : 1)} ${row.unit} (${row.detail})`;
 }
 
-/** The bare Fastify route, measured right before the scenarios it is compared with. */
-async function measureCeiling(plain: boolean, comparedWith: string): Promise<number> {
+/** What the scenarios of one backend are compared with, measured right before them. */
+interface Ceilings {
+  /** A bare Fastify route returning a tiny JSON object. */
+  tinyRps: number;
+  /** The same route returning a JSON body the size of the secret listing. */
+  listingSizedRps: number | null;
+}
+
+/** The bare Fastify routes in their own process, on the same certificate and load generator. */
+async function measureCeilings(
+  plain: boolean,
+  comparedWith: string,
+  listingBytes: number | null,
+): Promise<Ceilings> {
   const server = await startProcess({
     name: 'ceiling server',
     args: ['--import', 'tsx', join(root, 'bench/ceiling-server.ts')],
@@ -79,27 +91,40 @@ async function measureCeiling(plain: boolean, comparedWith: string): Promise<num
     ready: /listening on (\S+)/,
     logFile: join(workDir, 'ceiling.log'),
   });
-  try {
+  const measure = async (id: string, title: string, path: string) => {
     const { result, cpu } = await measureLoad(
       load,
       server,
-      { url: `${server.url}/ceiling`, method: 'GET', headers: {} },
+      { url: `${server.url}${path}`, method: 'GET', headers: {} },
       timing,
-      'ceiling',
+      title,
     );
     push({
       kind: 'load',
-      id: plain ? 'ceiling-http' : 'ceiling',
-      title: `ceiling: bare Fastify, tiny JSON${plain ? ' (plain HTTP)' : ''}`,
+      id,
+      title: `${title}${plain ? ' (plain HTTP)' : ''}`,
       backend: `for ${comparedWith}`,
       result,
       cpu,
       expectStatus: 200,
-      ratio: 1,
+      ratio: id === 'ceiling' ? 1 : null,
+      sizedRatio: id === 'ceiling' ? null : 1,
       target: null,
       pass: null,
     });
     return result.rps;
+  };
+  try {
+    const tinyRps = await measure('ceiling', 'ceiling: bare Fastify, tiny JSON', '/ceiling');
+    const listingSizedRps =
+      listingBytes === null
+        ? null
+        : await measure(
+            'ceiling-sized',
+            `ceiling: bare Fastify, ${(listingBytes / 1000).toFixed(0)} KB JSON`,
+            `/ceiling/json/${listingBytes}`,
+          );
+    return { tinyRps, listingSizedRps };
   } finally {
     await server.stop();
   }
@@ -111,7 +136,7 @@ async function measureScenario(
   server: ServerProcess,
   fixture: Fixture,
   backend: string,
-  ceilingRps: number | null,
+  ceilings: Ceilings,
 ): Promise<{ maxRssMiB: number; window: Window }> {
   const measured = await measureLoad(
     load,
@@ -128,15 +153,19 @@ async function measureScenario(
     result: measured.result,
     cpu: measured.cpu,
     expectStatus: scenario.expectStatus,
-    ratio: ceilingRps ? measured.result.rps / ceilingRps : null,
+    ratio: measured.result.rps / ceilings.tinyRps,
+    sizedRatio:
+      scenario.listingSized && ceilings.listingSizedRps
+        ? measured.result.rps / ceilings.listingSizedRps
+        : null,
     target: scenario.target,
     pass: null,
   };
-  push(judge(row, ceilingRps));
+  push(judge(row, ceilings.tinyRps));
   return measured;
 }
 
-async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null): Promise<void> {
+async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
   const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
@@ -157,14 +186,17 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
     await new Promise((r) => setTimeout(r, 2000));
     const idleRssMiB = server.rssMiB();
 
-    for (const scenario of HTTP_SCENARIOS) {
-      if (!selected(scenario.id)) continue;
+    const httpScenarios = HTTP_SCENARIOS.filter((s) => selected(s.id));
+    const ceilings = httpScenarios.length
+      ? await measureCeilings(false, name, fixture.listingBytes)
+      : null;
+    for (const scenario of httpScenarios) {
       const { maxRssMiB, window } = await measureScenario(
         scenario,
         server,
         fixture,
         name,
-        ceilingRps,
+        ceilings!,
       );
       windows.push(window);
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
@@ -185,7 +217,7 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
         say(`  ${scenario.title}: skipped (not built)`);
         continue;
       }
-      push(judge({ ...row, id: scenario.id, backend: name }, ceilingRps));
+      push(judge({ ...row, id: scenario.id, backend: name }, null));
     }
 
     const rss = (id: string, title: string, mib: number, detail: string, target: Row['target']) =>
@@ -202,7 +234,7 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
             target,
             pass: null,
           },
-          ceilingRps,
+          null,
         ),
       );
     rss('rss-fresh', 'server RSS, just started', freshRssMiB, 'VmRSS', null);
@@ -228,11 +260,7 @@ async function runBackend(name: 'sqlite' | 'postgres', ceilingRps: number | null
 
 let exitCode = 0;
 try {
-  const httpSelected = [...HTTP_SCENARIOS, ...PLAIN_HTTP_SCENARIOS].some((s) => selected(s.id));
-  for (const backend of options.backends) {
-    const ceilingRps = httpSelected ? await measureCeiling(false, backend) : null;
-    await runBackend(backend, ceilingRps);
-  }
+  for (const backend of options.backends) await runBackend(backend);
   if (!options.quick && PLAIN_HTTP_SCENARIOS.some((s) => selected(s.id))) await runPlainHttp();
 } catch (err) {
   exitCode = 1;
@@ -244,14 +272,14 @@ try {
 /** Behind a TLS-terminating proxy (TLS=off, TRUST_PROXY=true): what HTTPS costs, on SQLite. */
 async function runPlainHttp(): Promise<void> {
   say('\nPlain HTTP (TLS=off behind a proxy), SQLite:');
-  const ceilingRps = await measureCeiling(true, 'sqlite, http');
   const backend = await prepareBackend('sqlite', join(workDir, 'plain'), process.env);
   const server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
   try {
     const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
+    const ceilings = await measureCeilings(true, 'sqlite, http', fixture.listingBytes);
     for (const scenario of PLAIN_HTTP_SCENARIOS) {
       if (selected(scenario.id))
-        await measureScenario(scenario, server, fixture, 'sqlite, http', ceilingRps);
+        await measureScenario(scenario, server, fixture, 'sqlite, http', ceilings);
     }
   } finally {
     await server.stop();

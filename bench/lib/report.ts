@@ -23,6 +23,8 @@ export interface LoadRow {
   expectStatus: number;
   /** Throughput as a fraction of the ceiling measured in the same run. */
   ratio: number | null;
+  /** For responses as large as a secret listing: the fraction of the ceiling route sending as much. */
+  sizedRatio: number | null;
   target: Target | null;
   pass: boolean | null;
 }
@@ -128,6 +130,7 @@ export function renderTables(rows: Row[]): string {
           'status',
           'req/s',
           '× ceiling',
+          '× sized',
           'p50 ms',
           'p99 ms',
           'KB/resp',
@@ -142,6 +145,7 @@ export function renderTables(rows: Row[]): string {
           String(r.expectStatus),
           fmtInt(r.result.rps),
           r.ratio === null ? '' : `${(r.ratio * 100).toFixed(1)}%`,
+          r.sizedRatio === null ? '' : `${(r.sizedRatio * 100).toFixed(1)}%`,
           String(r.result.p50),
           String(r.result.p99),
           (r.result.bytesPerRequest / 1000).toFixed(1),
@@ -150,7 +154,7 @@ export function renderTables(rows: Row[]): string {
           verdict(r.pass),
           unexpected(r),
         ]),
-        new Set([3, 4, 5, 6, 7, 8]),
+        new Set([3, 4, 5, 6, 7, 8, 9]),
       ),
     );
   }

@@ -47,6 +47,8 @@ export interface Fixture {
   sessionCookie: string;
   /** The ETag of the API key's listing of READ_ENV, as a client keeps it from its last fetch. */
   listEtag: string;
+  /** Size of that listing's body, for the ceiling route sending as much. */
+  listingBytes: number;
   /** Names of the secrets in READ_ENV. */
   secretNames: string[];
   /** For the write scenario: one request per secret of WRITE_ENV, each value encrypted for it. */
@@ -199,6 +201,7 @@ export async function createFixture(opts: FixtureOptions): Promise<Fixture> {
     unknownBearer: generateBearer('cek_'),
     sessionCookie: `coffer_session=${client.session}`,
     listEtag,
+    listingBytes: listing.bytes,
     secretNames: Array.from({ length: SECRET_COUNT }, (_, i) => secretName(i)),
     writes,
   };
@@ -208,6 +211,6 @@ async function fetchWithBearer(opts: FixtureOptions, path: string, bearer: strin
   const response = await trustingFetch(opts.caFile)(`${opts.baseUrl}${path}`, {
     headers: { authorization: `Bearer ${bearer}` },
   });
-  await response.arrayBuffer();
-  return response;
+  const bytes = (await response.arrayBuffer()).byteLength;
+  return { ok: response.ok, status: response.status, headers: response.headers, bytes };
 }
