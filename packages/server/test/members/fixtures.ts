@@ -190,6 +190,36 @@ export async function grantCount(t: TestApp, userId: string): Promise<number> {
   return rows.length;
 }
 
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Checks a list endpoint for every allowed `sort` in both orders against the
+ * documented rule, computed here from the stored rows: values compared
+ * byte-wise (keys lower-case text themselves), missing values last in both
+ * orders, ties broken by id in the same order.
+ */
+export async function assertSortOrders<R extends { id: string }>(
+  rows: readonly R[],
+  keys: Record<string, (row: R) => string | null>,
+  fetchIds: (sort: string, order: 'asc' | 'desc') => Promise<string[]>,
+): Promise<void> {
+  for (const [sort, key] of Object.entries(keys)) {
+    for (const order of ['asc', 'desc'] as const) {
+      const sign = order === 'asc' ? 1 : -1;
+      const expected = [...rows]
+        .sort((a, b) => {
+          const [x, y] = [key(a), key(b)];
+          if (x === null || y === null) {
+            if (x !== y) return x === null ? 1 : -1;
+          } else if (x !== y) return sign * byteOrder(x, y);
+          return sign * byteOrder(a.id, b.id);
+        })
+        .map((r) => r.id);
+      assert.deepEqual(await fetchIds(sort, order), expected, `sort=${sort}&order=${order}`);
+    }
+  }
+}
+
 /** Waits (without asserting on time) until `check` returns a value, or fails after `ms`. */
 export async function eventually<T>(
   check: () => Promise<T | undefined | null | false>,

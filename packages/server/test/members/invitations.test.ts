@@ -10,6 +10,7 @@ import {
   addMember,
   as,
   assertKeys,
+  assertSortOrders,
   createApiKey,
   createProject,
   dataOf,
@@ -368,20 +369,12 @@ for (const dialect of DIALECTS) {
         invited_at: (r) => r.invited_at!,
         expires_at: (r) => r.invitation_expires_at!,
       };
-      const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-      for (const [sort, key] of Object.entries(keyOf)) {
-        for (const order of ['asc', 'desc'] as const) {
-          const sign = order === 'asc' ? 1 : -1;
-          const expected = [...rows]
-            .sort((a, b) => sign * (cmp(key(a), key(b)) || cmp(a.id, b.id)))
-            .map((r) => r.id);
-          const got = dataOf<{ id: string }[]>(
-            await as(t, invitee, 'GET', `/v1/invitations?sort=${sort}&order=${order}`),
-            200,
-          ).map((i) => i.id);
-          assert.deepEqual(got, expected, `sort=${sort}&order=${order}`);
-        }
-      }
+      await assertSortOrders(rows, keyOf, async (sort, order) =>
+        dataOf<{ id: string }[]>(
+          await as(t, invitee, 'GET', `/v1/invitations?sort=${sort}&order=${order}`),
+          200,
+        ).map((i) => i.id),
+      );
       const page = await as(t, invitee, 'GET', '/v1/invitations?per_page=3&page=2');
       assert.equal(dataOf<unknown[]>(page, 200).length, 1);
       assert.deepEqual((page.data as { pagination: unknown }).pagination, {

@@ -8,6 +8,7 @@ import {
   addMember,
   as,
   assertKeys,
+  assertSortOrders,
   createApiKey,
   createProject,
   dataOf,
@@ -166,27 +167,9 @@ for (const dialect of DIALECTS) {
         email: (r) => r.email.toLowerCase(),
         name: (r) => r.name.toLowerCase(),
       };
-      const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-      for (const [sort, key] of Object.entries(keyOf)) {
-        for (const order of ['asc', 'desc'] as const) {
-          const sign = order === 'asc' ? 1 : -1;
-          const expected = [...rows]
-            .sort((a, b) => {
-              const [x, y] = [key(a), key(b)];
-              if (x === null || y === null) {
-                if (x !== y) return x === null ? 1 : -1; // missing values last, both orders
-              } else if (x !== y) return sign * cmp(x, y);
-              return sign * cmp(a.id, b.id);
-            })
-            .map((r) => r.id);
-          const body = await list(admin, project.id, `sort=${sort}&order=${order}`);
-          assert.deepEqual(
-            body.data.map((m) => m.id),
-            expected,
-            `sort=${sort}&order=${order}`,
-          );
-        }
-      }
+      await assertSortOrders(rows, keyOf, async (sort, order) =>
+        (await list(admin, project.id, `sort=${sort}&order=${order}`)).data.map((m) => m.id),
+      );
       const byDefault = await list(admin, project.id);
       const createdDesc = await list(admin, project.id, 'sort=created_at&order=desc');
       assert.deepEqual(byDefault.data, createdDesc.data, 'default: created_at desc');

@@ -8,6 +8,7 @@ import {
   addMember,
   as,
   assertKeys,
+  assertSortOrders,
   createApiKey,
   createCiToken,
   createProject,
@@ -202,23 +203,14 @@ for (const dialect of DIALECTS) {
       assert.equal(all.data.find((p) => p.id === asDeveloper.id)?.role, 'developer');
       for (const p of all.data) assertKeys(p, PROJECT_KEYS, 'listed project');
 
-      const visible = all.data;
-      const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
       const keyOf: Record<string, (p: Project) => string> = {
         created_at: (p) => p.created_at,
         updated_at: (p) => p.updated_at,
         name: (p) => p.name.toLowerCase(),
       };
-      for (const [sort, key] of Object.entries(keyOf)) {
-        for (const order of ['asc', 'desc'] as const) {
-          const sign = order === 'asc' ? 1 : -1;
-          const expected = [...visible]
-            .sort((a, b) => sign * (cmp(key(a), key(b)) || cmp(a.id, b.id)))
-            .map((p) => p.id);
-          const got = (await listProjects(me, `sort=${sort}&order=${order}`)).data.map((p) => p.id);
-          assert.deepEqual(got, expected, `sort=${sort}&order=${order}`);
-        }
-      }
+      await assertSortOrders(all.data, keyOf, async (sort, order) =>
+        (await listProjects(me, `sort=${sort}&order=${order}`)).data.map((p) => p.id),
+      );
       assert.deepEqual(
         (await listProjects(me)).data.map((p) => p.id),
         (await listProjects(me, 'sort=created_at&order=desc')).data.map((p) => p.id),

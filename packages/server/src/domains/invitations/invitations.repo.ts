@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import { offsetOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
-import { orderBySort, type SortColumn } from '../projects/list-order.js';
+import { pageOf, type SortColumn } from '../projects/list-order.js';
 
 export const INVITATION_SORTS = ['created_at', 'invited_at', 'expires_at'] as const;
 export type InvitationSort = (typeof INVITATION_SORTS)[number];
@@ -56,10 +56,7 @@ export function listOpenInvitations(
       'inviter.name as inviter_name',
       'members.invitation_expires_at as expires_at',
     ]);
-  return orderBySort(query, dialect, SORT_COLUMNS[params.sort], params.order, 'members.id')
-    .limit(params.per_page)
-    .offset(offsetOf(params))
-    .execute();
+  return pageOf(query, dialect, SORT_COLUMNS, params, 'members.id').execute();
 }
 
 export async function countOpenInvitations(

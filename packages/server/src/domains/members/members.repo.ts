@@ -1,9 +1,9 @@
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { Database, MemberTable, UserTable } from '../../db/schema.js';
-import { offsetOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
-import { orderBySort, type SortColumn } from '../projects/list-order.js';
+import { pageOf, type SortColumn } from '../projects/list-order.js';
 
 export type MemberRow = Selectable<MemberTable>;
 export type MemberStatus = MemberTable['status'];
@@ -114,16 +114,13 @@ export function listMembers(
   filters: MemberFilters,
   params: ListParams<MemberSort>,
 ): Promise<MemberWithUser[]> {
-  return orderBySort(
+  return pageOf(
     filtered(db, projectId, filters),
     dialect,
-    SORT_COLUMNS[params.sort],
-    params.order,
+    SORT_COLUMNS,
+    params,
     'members.id',
-  )
-    .limit(params.per_page)
-    .offset(offsetOf(params))
-    .execute();
+  ).execute();
 }
 
 export async function countMembers(

@@ -1,5 +1,6 @@
 import { sql, type Expression, type SelectQueryBuilder } from 'kysely';
 import type { DialectName } from '../../db/database.js';
+import { offsetOf, type ListParams } from '../../http/pagination.js';
 
 /** How one allowed `sort` value orders rows. */
 export interface SortColumn {
@@ -33,4 +34,17 @@ export function orderBySort<DB, TB extends keyof DB, O>(
       return item;
     })
     .orderBy(sql.ref(tieBreak), order);
+}
+
+/** One page of a list query: ordered by the allow-listed `sort` (then `tieBreak`), limited and offset. */
+export function pageOf<DB, TB extends keyof DB, O, S extends string>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  dialect: DialectName,
+  columns: Record<S, SortColumn>,
+  params: ListParams<S>,
+  tieBreak: string,
+): SelectQueryBuilder<DB, TB, O> {
+  return orderBySort(query, dialect, columns[params.sort], params.order, tieBreak)
+    .limit(params.per_page)
+    .offset(offsetOf(params));
 }

@@ -1,9 +1,9 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { Database, EnvironmentTable, ProjectTable } from '../../db/schema.js';
-import { offsetOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
-import { orderBySort, type SortColumn } from './list-order.js';
+import { pageOf, type SortColumn } from './list-order.js';
 import type { PROJECT_SORTS } from './projects.schemas.js';
 
 export type ProjectRow = Pick<
@@ -51,10 +51,7 @@ export function listVisibleProjects(
     'projects.updated_at',
     'members.role as role',
   ]);
-  return orderBySort(query, dialect, SORT_COLUMNS[params.sort], params.order, 'projects.id')
-    .limit(params.per_page)
-    .offset(offsetOf(params))
-    .execute();
+  return pageOf(query, dialect, SORT_COLUMNS, params, 'projects.id').execute();
 }
 
 export async function countVisibleProjects(
