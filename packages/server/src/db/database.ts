@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Dialect } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type Dialect,
+  type SqliteDatabase,
+} from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
@@ -41,7 +49,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     sqlite.pragma('synchronous = FULL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
-    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const kysely = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+    });
     return {
       kysely,
       dialect: 'sqlite',
@@ -68,6 +78,29 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     close: async () => {
       await kysely.destroy();
       await target.close?.();
+    },
+  };
+}
+
+/**
+ * Prepares each distinct SQL text once. With better-sqlite3, preparing costs
+ * more than running a small indexed query, and requests repeat the same few
+ * statements. Bounded (oldest out first). Kysely runs a statement to
+ * completion (`all`/`run`) before the next query on the connection, so a cached
+ * statement is never busy when it is reused (streaming queries would be).
+ */
+function withStatementCache(sqlite: SQLite.Database, max = 1000): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = sqlite.prepare(sql);
+        if (statements.size >= max) statements.delete(statements.keys().next().value!);
+        statements.set(sql, statement);
+      }
+      return statement;
     },
   };
 }
