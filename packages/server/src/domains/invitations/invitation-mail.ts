@@ -21,13 +21,17 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
  */
 export function invitationMail(input: InvitationMailInput): EmailMessage {
   const expires = input.expiresAt.slice(0, 10);
-  const subject = `${input.inviterName} invited you to ${input.projectName} on Coffer`;
+  // Names are user input: no line breaks in a header.
+  const subject = `${input.inviterName} invited you to ${input.projectName} on Coffer`.replace(
+    /[\r\n\t]+/g,
+    ' ',
+  );
   const link = input.token
     ? `${input.publicUrl}/invite?token=${encodeURIComponent(input.token)}`
     : `${input.publicUrl}/invitations`;
   const action = input.token
     ? 'Create your Coffer account with this link to accept (it works once):'
-    : 'Sign in to accept or decline it (dashboard, or `coffer invitations` in the CLI):';
+    : 'Sign in to accept or decline it (in the dashboard, or `coffer invitations list` in the CLI):';
   const text = [
     `${input.inviterName} invited you to join the project "${input.projectName}" as ${input.role}.`,
     '',

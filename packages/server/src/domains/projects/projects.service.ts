@@ -68,7 +68,8 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
     /** The creator becomes the first admin; the default environments come with it. */
     async create(actor: Actor, input: { name: string; description?: string }): Promise<Project> {
       const principal = requireSession(actor.principal, 'create projects');
-      const at = clock.now().toISOString();
+      const now = clock.now();
+      const at = now.toISOString();
       const project = {
         id: newId('project'),
         name: input.name.trim(),
@@ -115,7 +116,7 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
             targetId: project.id,
             data: { name: project.name, environments: [...DEFAULT_ENVIRONMENTS] },
           },
-          clock.now(),
+          now,
         );
       });
       return toProject(project, 'admin');
@@ -142,7 +143,8 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
           ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
           ...(patch.description !== undefined ? { description: patch.description } : {}),
         };
-        const at = clock.now().toISOString();
+        const now = clock.now();
+        const at = now.toISOString();
         await updateProject(trx, projectId, { ...changes, updated_at: at });
         await recordAudit(
           trx,
@@ -159,7 +161,7 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
               after: changes,
             },
           },
-          clock.now(),
+          now,
         );
         return toProject({ ...before, ...changes, updated_at: at }, access.role);
       });
