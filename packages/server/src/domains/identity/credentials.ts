@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { AppContext } from '../../app.js';
 import type { Db } from '../../db/database.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
@@ -181,6 +182,9 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
     },
 
     async resolveBearer(bearer, now) {
+      // The checksum rejects typos and random strings without a database lookup.
+      await ready();
+      if (!isWellFormedBearer(bearer)) return INVALID;
       const hash = hashToken(bearer);
       if (bearer.startsWith('cek_')) {
         return resolve(hash, now, async () => {
