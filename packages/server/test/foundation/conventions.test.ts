@@ -317,6 +317,41 @@ for (const dialect of DIALECTS) {
       assertRateLimitHeaders(res);
     });
 
+    it('the same conventions on a real route: POST /v1/auth/prelogin', async () => {
+      const url = '/v1/auth/prelogin';
+      const ok = await t.request({ method: 'POST', url, body: { email: 'a@example.test' } });
+      assert.equal(ok.statusCode, 200, ok.body);
+      assert.deepEqual(Object.keys(ok.data as object), ['data']);
+      const cases: [unknown, string, string][] = [
+        [{}, 'email', 'required'],
+        [{ email: 123 }, 'email', 'invalid'],
+        [{ email: 'a@example.test', admin: true }, 'admin', 'unknown'],
+      ];
+      for (const [body, field, issue] of cases) {
+        const res = await t.request({ method: 'POST', url, body });
+        const error = assertErrorBody(res, 400, 'validation_error');
+        assert.deepEqual(error.details, [{ field, issue }], JSON.stringify(body));
+        assertRateLimitHeaders(res);
+      }
+      const form = await t.request({
+        method: 'POST',
+        url,
+        payload: 'email=a@example.test',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      assertErrorBody(form, 415, 'unsupported_media_type');
+      const broken = await t.request({
+        method: 'POST',
+        url,
+        payload: '{"email":',
+        headers: { 'content-type': 'application/json' },
+      });
+      assertErrorBody(broken, 400, 'validation_error');
+      const wrongMethod = await t.request({ method: 'GET', url });
+      assertErrorBody(wrongMethod, 405, 'method_not_allowed');
+      assert.equal(wrongMethod.headers.allow, 'POST');
+    });
+
     it('serves the OpenAPI document and the reference page', async () => {
       const res = await t.request({ method: 'GET', url: '/v1/openapi.json' });
       assert.equal(res.statusCode, 200);
