@@ -206,6 +206,28 @@ for (const dialect of DIALECTS) {
       assert.ok(!later.some((e) => e.target_id === project.env.production.id));
     });
 
+    it('repeated identical reads are counted: the counts add up to every read', async () => {
+      const db = t.testDb.db.kysely;
+      const key = await createToken(t, project, 'ci_token', { [project.env.staging.id]: 'read' });
+      const reads = 7;
+      for (let i = 0; i < reads; i++) expectStatus(await get('staging', key.headers), 200);
+      const counted = await eventually(async () => {
+        const rows = await db
+          .selectFrom('audit_events')
+          .select('data')
+          .where('credential_id', '=', key.id)
+          .where('action', '=', 'secret.read')
+          .execute();
+        const total = rows.reduce((n, r) => n + (JSON.parse(r.data) as { count: number }).count, 0);
+        return total === reads ? rows : undefined;
+      }, 'every read to be counted');
+      // Usually one event (all within one flush interval); never more than one per read.
+      assert.ok(counted.length >= 1 && counted.length <= reads);
+      const data = JSON.parse(counted[0]!.data) as Record<string, unknown>;
+      assert.equal(data.name, 'SHARED_KEY');
+      if ((data.count as number) > 1) assert.match(String(data.last_at), /Z$/);
+    });
+
     it('no audit event ever holds a value, plaintext or ciphertext', async () => {
       const db = t.testDb.db.kysely;
       await t.request({

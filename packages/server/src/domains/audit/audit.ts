@@ -100,16 +100,35 @@ export interface AuditBufferOptions {
   onError?: (err: unknown, dropped: number) => void;
 }
 
+/** A read waiting to be written, with how often it happened in this interval. */
+interface PendingEvent {
+  actor: Actor;
+  entry: AuditEntry;
+  at: Date;
+  /** Set for reads that may be merged with identical ones; they record `count`. */
+  mergeable: boolean;
+  count: number;
+  lastAt: Date;
+}
+
 /**
  * Audit events that record a read, not a change (a token reading secrets), so
- * they need not commit with anything. Writing one row per read would put a
- * synchronous write on the hottest path; instead events wait in memory and are
- * written in one statement every `flushIntervalMs` (250 ms) or every `maxBatch`
- * (100) events, whichever comes first, and on `close()` (app shutdown). Each
- * event keeps the time of its request. A crash loses at most the last interval.
+ * they need not commit with anything. A row per read would put a synchronous
+ * write (and on SQLite an fsync) on the hottest path, so reads wait in memory
+ * and are written in one transaction every `flushIntervalMs` (250 ms) or once
+ * `maxBatch` (100) distinct events wait, and on `close()` (app shutdown).
+ *
+ * Identical reads in one interval — same credential, IP, action, target and
+ * `sameAs` content (e.g. the same listing page at the same revision) — become
+ * ONE event whose `data.count` says how many reads it stands for and
+ * `data.last_at` when the last one happened; its `created_at` and `request_id`
+ * are the first read's. Every read is counted; a crash loses at most the last
+ * interval.
  */
 export class AuditBuffer {
-  private pending: Insertable<AuditEventTable>[] = [];
+  private pending = new Map<string, PendingEvent>();
+  private failed: Insertable<AuditEventTable>[] = [];
+  private sequence = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
   private writing: Promise<void> = Promise.resolve();
@@ -128,9 +147,31 @@ export class AuditBuffer {
     this.onError = options.onError ?? (() => undefined);
   }
 
-  record(actor: Actor, entry: AuditEntry, at: Date): void {
-    this.pending.push(auditRow(actor, entry, at));
-    if (this.pending.length >= this.maxBatch) void this.flush();
+  /**
+   * Queues an event. With `sameAs` (what identifies the content read), an
+   * identical read already waiting is counted instead of queued again.
+   */
+  record(actor: Actor, entry: AuditEntry, at: Date, sameAs?: string): void {
+    const p = actor.principal;
+    const key =
+      sameAs === undefined
+        ? `#${this.sequence++}`
+        : `${entry.action}|${p?.kind}:${p && p.kind !== 'session' ? p.id : p?.sessionId}|${actor.ip}|${entry.targetId}|${sameAs}`;
+    const same = this.pending.get(key);
+    if (same) {
+      same.count++;
+      same.lastAt = at;
+      return;
+    }
+    this.pending.set(key, {
+      actor,
+      entry,
+      at,
+      mergeable: sameAs !== undefined,
+      count: 1,
+      lastAt: at,
+    });
+    if (this.pending.size >= this.maxBatch) void this.flush();
     else this.schedule(this.flushIntervalMs);
   }
 
@@ -138,11 +179,15 @@ export class AuditBuffer {
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length > 0) {
+    const rows = [...this.failed, ...[...this.pending.values()].map(rowOfPending)];
+    this.failed = [];
+    this.pending = new Map();
+    if (rows.length > 0) {
       this.writing = this.writing.then(() =>
-        insertAuditRows(this.db, batch).catch((err: unknown) => this.requeue(batch, err)),
+        this.db
+          .transaction()
+          .execute((trx) => insertAuditRows(trx, rows))
+          .catch((err: unknown) => this.retryLater(rows, err)),
       );
     }
     return this.writing;
@@ -162,11 +207,21 @@ export class AuditBuffer {
     this.timer.unref();
   }
 
-  private requeue(batch: Insertable<AuditEventTable>[], err: unknown): void {
-    this.pending = [...batch, ...this.pending];
-    const dropped = Math.max(0, this.pending.length - this.maxPending);
-    if (dropped > 0) this.pending.splice(0, dropped);
+  private retryLater(rows: Insertable<AuditEventTable>[], err: unknown): void {
+    this.failed = [...rows, ...this.failed];
+    const dropped = Math.max(0, this.failed.length - this.maxPending);
+    if (dropped > 0) this.failed.splice(0, dropped);
     this.onError(err, dropped);
     this.schedule(this.flushIntervalMs * 4);
   }
+}
+
+function rowOfPending(event: PendingEvent): Insertable<AuditEventTable> {
+  if (!event.mergeable) return auditRow(event.actor, event.entry, event.at);
+  const data = {
+    ...event.entry.data,
+    count: event.count,
+    ...(event.count > 1 ? { last_at: event.lastAt.toISOString() } : {}),
+  };
+  return auditRow(event.actor, { ...event.entry, data }, event.at);
 }

@@ -102,14 +102,20 @@ export function secretsService(ctx: SecretsServiceDeps) {
   const db = ctx.db.kysely;
   const cache = ctx.listingCache;
 
-  /** Audits a read of values by an API key or CI token (names only), off the request's path. */
+  /**
+   * Audits a read of values by an API key or CI token (names only), off the
+   * request's path; `sameAs` identifies the content, so repeated identical reads
+   * are counted in one event (see `AuditBuffer`).
+   */
   function auditTokenRead(
     actor: Actor,
     context: EnvironmentContext,
     entry: Omit<AuditEntry, 'projectId'>,
+    sameAs: string,
   ) {
     if (context.scope === null || !isToken(context)) return;
-    ctx.readAudit.record(actor, { projectId: context.access.projectId, ...entry }, ctx.clock.now());
+    const event = { projectId: context.access.projectId, ...entry };
+    ctx.readAudit.record(actor, event, ctx.clock.now(), sameAs);
   }
 
   /**
@@ -178,12 +184,17 @@ export function secretsService(ctx: SecretsServiceDeps) {
       const notModified = matchesIfNoneMatch(ifNoneMatch, listing.etag);
       // A 304 sends no value, so only full listings count as reads.
       if (!notModified) {
-        auditTokenRead(actor, context, {
-          action: 'secrets.listed',
-          targetType: 'environment',
-          targetId: environment.id,
-          data: { names: listing.names, page: params.page },
-        });
+        auditTokenRead(
+          actor,
+          context,
+          {
+            action: 'secrets.listed',
+            targetType: 'environment',
+            targetId: environment.id,
+            data: { names: listing.names, page: params.page },
+          },
+          listing.etag,
+        );
       }
       return { listing, notModified };
     },
@@ -192,12 +203,17 @@ export function secretsService(ctx: SecretsServiceDeps) {
       const context = await resolveEnvironment(db, actor.principal, projectId, ref);
       requireReader(context);
       const row = await existingSecret(db, context.environment.id, name);
-      auditTokenRead(actor, context, {
-        action: 'secret.read',
-        targetType: 'secret',
-        targetId: row.id,
-        data: { environment_id: row.environment_id, name, version: row.version },
-      });
+      auditTokenRead(
+        actor,
+        context,
+        {
+          action: 'secret.read',
+          targetType: 'secret',
+          targetId: row.id,
+          data: { environment_id: row.environment_id, name, version: row.version },
+        },
+        `v${row.version}`,
+      );
       return toSecret(row, true);
     },
 
@@ -295,16 +311,21 @@ export function secretsService(ctx: SecretsServiceDeps) {
       const secret = await existingSecret(db, context.environment.id, name);
       const rows = await repo.listVersions(db, secret.id, params);
       const total = await repo.countVersions(db, secret.id);
-      auditTokenRead(actor, context, {
-        action: 'secret.versions_listed',
-        targetType: 'secret',
-        targetId: secret.id,
-        data: {
-          environment_id: secret.environment_id,
-          name,
-          versions: rows.map((r) => r.version),
+      auditTokenRead(
+        actor,
+        context,
+        {
+          action: 'secret.versions_listed',
+          targetType: 'secret',
+          targetId: secret.id,
+          data: {
+            environment_id: secret.environment_id,
+            name,
+            versions: rows.map((r) => r.version),
+          },
         },
-      });
+        rows.map((r) => r.id).join(','),
+      );
       return {
         data: rows.map((row) => toVersion(row, reader)),
         pagination: paginationOf(params, total),
