@@ -1,5 +1,4 @@
-import type { CofferClient } from '@coffer/sdk';
-import { listProjects } from './sdk-pending.js';
+import { listProjects, type CofferClient } from '@coffer/sdk';
 import type { Values } from './cli/command.js';
 import { CliError } from './cli/errors.js';
 import { Context } from './context.js';

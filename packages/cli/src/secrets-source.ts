@@ -1,5 +1,10 @@
-import { isCofferApiError, type CofferClient, type VaultSession } from '@coffer/sdk';
-import { listSecrets } from './sdk-pending.js';
+import {
+  isCofferApiError,
+  listSecrets,
+  type CofferClient,
+  type SecretScope,
+  type VaultSession,
+} from '@coffer/sdk';
 import type { Context } from './context.js';
 import type { FallbackScope } from './run/fallback.js';
 import { currentProjectId } from './scope.js';
@@ -27,10 +32,19 @@ export async function environmentAccess(ctx: Context): Promise<EnvironmentAccess
   return { client, project, env, vault };
 }
 
-/** The key provider the SDK's secrets functions take, answering once the vault is open. */
-export const keyProvider = (access: EnvironmentAccess) => ({
-  environmentKey: async (projectId: string, environmentId: string) =>
-    (await access.vault).environmentKey(projectId, environmentId),
+/**
+ * The SDK's scope for decrypted operations. Its key provider answers once the
+ * vault is open, so the grant and the first request of the command travel
+ * together.
+ */
+export const secretScope = (access: EnvironmentAccess): SecretScope => ({
+  client: access.client,
+  projectId: access.project,
+  keys: {
+    environmentKey: async (projectId, environmentId) =>
+      (await access.vault).environmentKey(projectId, environmentId),
+    refresh: async () => (await access.vault).refresh(),
+  },
 });
 
 /** `--env`/.coffer.json; a CI token scoped to one environment needs neither. */
@@ -49,12 +63,7 @@ export async function fetchEnvironmentSecrets(ctx: Context): Promise<{
 }> {
   const access = await environmentAccess(ctx);
   try {
-    const secrets = await listSecrets(
-      access.client,
-      access.project,
-      access.env,
-      keyProvider(access),
-    );
+    const secrets = await listSecrets(secretScope(access), access.env);
     return { secrets, keyMaterial: await privateKeyMaterial(ctx), scope: fallbackScope(ctx) };
   } finally {
     access.vault.then((v) => v.forget()).catch(() => undefined);

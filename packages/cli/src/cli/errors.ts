@@ -48,14 +48,21 @@ export function describeError(err: unknown): { line: string; exitCode: number } 
   }
   if (err instanceof Error) {
     const coded = err as Error & CodedError;
-    let code = typeof coded.code === 'string' ? coded.code : undefined;
-    if (code === undefined && coded.name === 'CofferNetworkError') code = 'network_error';
+    const code = typeof coded.code === 'string' ? coded.code : (CODE_BY_NAME[err.name] ?? 'error');
     const message = oneLine(err.message || String(err));
     const detail = detailsSuffix(coded.details);
-    return { line: `${message}${detail}${code ? ` (${code})` : ''}`, exitCode: EXIT_ERROR };
+    return { line: `${message}${detail} (${code})`, exitCode: EXIT_ERROR };
   }
-  return { line: oneLine(String(err)), exitCode: EXIT_ERROR };
+  return { line: `${oneLine(String(err))} (error)`, exitCode: EXIT_ERROR };
 }
+
+/** Codes for the SDK's errors that carry none of their own. */
+const CODE_BY_NAME: Record<string, string> = {
+  CofferNetworkError: 'network_error',
+  DotenvSyntaxError: 'invalid_dotenv',
+  SyntaxError: 'invalid_input',
+  TypeError: 'invalid_input',
+};
 
 /** Validation details (`field: issue`) make "invalid request" errors actionable. */
 function detailsSuffix(details: unknown): string {

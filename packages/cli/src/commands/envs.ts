@@ -3,7 +3,7 @@ import {
   deleteEnvironment,
   listEnvironments,
   updateEnvironment,
-} from '../sdk-pending.js';
+} from '@coffer/sdk';
 import { PROJECT_OPTION, str, YES_OPTION, type Command } from '../cli/command.js';
 import { confirmDestructive } from '../cli/prompt.js';
 import { UsageError } from '../cli/errors.js';

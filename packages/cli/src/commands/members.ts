@@ -6,9 +6,10 @@ import {
   listMembers,
   removeMember,
   updateMemberRole,
-  type Member,
-} from '../sdk-pending.js';
-import type { CofferClient } from '@coffer/sdk';
+  type CofferClient,
+  type MemberListItem,
+  type MemberStatus,
+} from '@coffer/sdk';
 import { PROJECT_OPTION, str, type Command, type Options } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printTable, shortTime } from '../cli/output.js';
@@ -41,7 +42,7 @@ export async function findMember(
   client: CofferClient,
   project: string,
   ref: string,
-): Promise<Member> {
+): Promise<MemberListItem> {
   const wanted = ref.trim().toLowerCase();
   const member = (await allMembers(client, project)).find(
     (m) => m.id === ref || m.user.id === ref || m.user.email.toLowerCase() === wanted,
@@ -71,7 +72,7 @@ const list: Command = {
         page,
         per_page,
         ...(filterRole ? { role: filterRole as Role } : {}),
-        ...(status ? { status: status as Member['status'] } : {}),
+        ...(status ? { status: status as MemberStatus } : {}),
       }),
     );
     if (ctx.json) return printJson(members);

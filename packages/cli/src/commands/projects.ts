@@ -1,5 +1,4 @@
-import { createProjectWithVault } from '@coffer/sdk';
-import { deleteProject, listProjects } from '../sdk-pending.js';
+import { createProjectWithVault, deleteProject, listProjects } from '@coffer/sdk';
 import { str, YES_OPTION, type Command } from '../cli/command.js';
 import { note, printJson, printLine, printTable, shortTime } from '../cli/output.js';
 import { confirmDestructive } from '../cli/prompt.js';

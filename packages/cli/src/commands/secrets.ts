@@ -3,19 +3,20 @@ import {
   deleteSecret,
   exportSecrets,
   getSecret,
+  history as secretHistory,
   importSecrets,
-  listSecretsPage,
-  rollbackSecret,
-  secretHistory,
+  listSecretEnvelopes,
+  listSecretVersions,
+  rollback as rollbackSecret,
   setSecret,
-} from '../sdk-pending.js';
+} from '@coffer/sdk';
 import { ENV_OPTION, PROJECT_OPTION, str, YES_OPTION, type Command } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printTable, shortTime } from '../cli/output.js';
 import { ask, confirmDestructive, interactive, readStdin } from '../cli/prompt.js';
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
-import { environmentAccess, keyProvider } from '../secrets-source.js';
+import { environmentAccess, secretScope } from '../secrets-source.js';
 
 const SCOPE = { ...PROJECT_OPTION, ...ENV_OPTION };
 const EXPORT_FORMATS = ['dotenv', 'json', 'yaml', 'shell'] as const;
@@ -29,7 +30,7 @@ const list: Command = {
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     const secrets = await allPages((page, per_page) =>
-      listSecretsPage(access.client, access.project, access.env, {
+      listSecretEnvelopes(access.client, access.project, access.env, {
         page,
         per_page,
         sort: 'name',
@@ -54,13 +55,7 @@ const get: Command = {
   async run({ values, positionals }) {
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
-    const secret = await getSecret(
-      access.client,
-      access.project,
-      access.env,
-      positionals[0]!,
-      keyProvider(access),
-    );
+    const secret = await getSecret(secretScope(access), access.env, positionals[0]!);
     if (ctx.json) return printJson(secret);
     process.stdout.write(`${secret.value}\n`);
   },
@@ -100,18 +95,10 @@ const set: Command = {
     const comment = str(values, 'comment');
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
-    const secret = await setSecret(
-      access.client,
-      access.project,
-      access.env,
-      name,
-      value,
-      keyProvider(access),
-      {
-        ...(comment !== undefined ? { comment } : {}),
-        ...(expected !== undefined ? { expectedVersion: Number(expected) } : {}),
-      },
-    );
+    const secret = await setSecret(secretScope(access), access.env, name, value, {
+      ...(comment !== undefined ? { comment } : {}),
+      ...(expected !== undefined ? { expectedVersion: Number(expected) } : {}),
+    });
     const { value: _value, ...meta } = secret;
     if (ctx.json) return printJson(meta);
     note(`Set ${secret.name} (version ${secret.version}) in ${access.env}.`);
@@ -153,13 +140,19 @@ const history: Command = {
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     const reveal = values.reveal === true;
-    const versions = await secretHistory(
-      access.client,
-      access.project,
-      access.env,
-      positionals[0]!,
-      reveal ? keyProvider(access) : null,
-    );
+    const name = positionals[0]!;
+    const versions = reveal
+      ? await secretHistory(secretScope(access), access.env, name)
+      : (
+          await allPages((page, per_page) =>
+            listSecretVersions(access.client, access.project, access.env, name, {
+              page,
+              per_page,
+              sort: 'version',
+              order: 'desc',
+            }),
+          )
+        ).map(({ version, created_at, created_by }) => ({ version, created_at, created_by }));
     if (ctx.json) return printJson(versions);
     printTable(
       reveal ? ['version', 'created', 'by', 'value'] : ['version', 'created', 'by'],
@@ -167,7 +160,7 @@ const history: Command = {
         v.version,
         shortTime(v.created_at),
         v.created_by,
-        ...(reveal ? [v.value] : []),
+        ...('value' in v ? [String(v.value)] : []),
       ]),
     );
   },
@@ -185,13 +178,7 @@ const rollback: Command = {
       throw new UsageError('VERSION must be a whole number', 'secrets rollback');
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
-    const secret = await rollbackSecret(
-      access.client,
-      access.project,
-      access.env,
-      name,
-      Number(version),
-    );
+    const secret = await rollbackSecret(secretScope(access), access.env, name, Number(version));
     const { value: _value, ...meta } = secret;
     if (ctx.json) return printJson(meta);
     note(`${name} now has the value of version ${version} (as version ${secret.version}).`);
@@ -232,15 +219,15 @@ const importCommand: Command = {
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     const result = await importSecrets(
-      access.client,
-      access.project,
+      secretScope(access),
       access.env,
       text,
       format as (typeof IMPORT_FORMATS)[number],
-      keyProvider(access),
     );
-    if (ctx.json) return printJson({ imported: result.secrets.map((s) => s.name) });
-    note(`Imported ${result.secrets.length} secrets into ${access.env}.`);
+    if (ctx.json) return printJson(result);
+    note(
+      `Imported into ${access.env}: ${result.created.length} new, ${result.updated.length} updated.`,
+    );
   },
 };
 
@@ -266,11 +253,9 @@ const exportCommand: Command = {
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     const text = await exportSecrets(
-      access.client,
-      access.project,
+      secretScope(access),
       access.env,
       format as (typeof EXPORT_FORMATS)[number],
-      keyProvider(access),
     );
     process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
   },

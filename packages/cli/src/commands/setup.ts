@@ -1,4 +1,4 @@
-import { listEnvironments, listProjects } from '../sdk-pending.js';
+import { listEnvironments, listProjects } from '@coffer/sdk';
 import { str, type Command } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson } from '../cli/output.js';

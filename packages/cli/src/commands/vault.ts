@@ -5,7 +5,7 @@ import {
   type CofferClient,
   type PendingGrant,
 } from '@coffer/sdk';
-import { PROJECT_OPTION, type Command } from '../cli/command.js';
+import { PROJECT_OPTION, str, type Command } from '../cli/command.js';
 import { CliError } from '../cli/errors.js';
 import { note, printJson, printLine, printTable } from '../cli/output.js';
 import { progressBar } from '../cli/progress.js';
@@ -96,19 +96,20 @@ const grant: Command = {
     const vault = await openProjectVault(ctx, client, project);
     try {
       const member = findPending(await pendingGrants(vault), positionals[0]!);
-      let expected = typeof values.fingerprint === 'string' ? values.fingerprint : undefined;
-      if (!ctx.json)
-        note(
-          `${member.name} <${member.email}> (${member.role})\nKey fingerprint: ${member.fingerprint}`,
-        );
+      let expected = str(values, 'fingerprint');
       if (expected === undefined && values.yes !== true) {
-        if (!interactive())
+        if (!interactive()) {
           throw new CliError(
             'confirmation_required',
             'confirm the fingerprint: pass --yes or --fingerprint F',
           );
-        if (!(await confirm('Does this fingerprint match the one the member sees?')))
+        }
+        note(
+          `${member.name} <${member.email}> (${member.role})\nKey fingerprint: ${member.fingerprint}`,
+        );
+        if (!(await confirm('Does this fingerprint match the one the member sees?'))) {
           throw new CliError('cancelled', 'not granted');
+        }
         expected = member.fingerprint;
       }
       const granted = await grantMember(
@@ -116,14 +117,17 @@ const grant: Command = {
         member.user_id,
         expected !== undefined ? { expectedFingerprint: expected } : {},
       );
-      if (ctx.json)
+      if (ctx.json) {
         return printJson({
           user_id: granted.userId,
           email: member.email,
           fingerprint: granted.fingerprint,
           epoch: granted.epoch,
         });
-      note(`Granted the vault key (epoch ${granted.epoch}) to ${member.email}.`);
+      }
+      note(
+        `Granted the vault key (epoch ${granted.epoch}) to ${member.email}, key fingerprint ${granted.fingerprint}.`,
+      );
     } finally {
       vault.forget();
     }

@@ -2,21 +2,76 @@
 // server's own `dist/main.js` on a fresh data directory, HTTPS with its
 // generated self-signed certificate, trusted through COFFER_CA_FILE.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 
 export const ROOT = new URL('../../../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'packages/cli/dist/coffer.js');
 const SERVER = join(ROOT, 'packages/server/dist/main.js');
 
 let built = false;
-/** Builds every package once per test process (the binary under test is the bundle). */
+const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Builds every package once per test run (the binary under test is the
+ * bundle). Test files run as sibling processes of one `node --test` runner: the
+ * first builds under a lock, the others wait and reuse that build, so no file
+ * runs the binary while another rewrites it.
+ */
 export function buildOnce(): void {
   if (built) return;
-  execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { stdio: 'inherit' });
+  const lock = join(tmpdir(), 'coffer-cli-build.lock');
+  const done = join(tmpdir(), `coffer-cli-build-${process.ppid}.done`);
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 300_000)
+          rmSync(lock, { recursive: true, force: true });
+      } catch {
+        // released meanwhile
+      }
+      sleepSync(100);
+    }
+  }
+  try {
+    forgetFinishedRuns();
+    if (!existsSync(done)) {
+      execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { stdio: 'inherit' });
+      writeFileSync(done, new Date().toISOString());
+    }
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
   built = true;
+}
+
+/** Removes the build stamps of test runs whose runner process has exited. */
+function forgetFinishedRuns(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = /^coffer-cli-build-(\d+)\.done$/.exec(name)?.[1];
+    if (!pid || Number(pid) === process.ppid) continue;
+    try {
+      process.kill(Number(pid), 0);
+    } catch {
+      rmSync(join(tmpdir(), name), { force: true });
+    }
+  }
 }
 
 export function tempDir(prefix: string): string {
@@ -41,7 +96,9 @@ export interface TestServer {
   process: ChildProcess;
   /** Every e-mail written to `$DATA_DIR/outbox`, as raw text. */
   outbox(): string[];
+  /** Stops the process (SIGTERM); the data directory stays until `cleanup`. */
   stop(): Promise<void>;
+  cleanup(): Promise<void>;
 }
 
 /** Starts `node packages/server/dist/main.js` on a free port with a fresh data directory. */
@@ -85,6 +142,13 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
       reject(new Error(`server exited with ${code}:\n${output}`));
     });
   });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  };
   return {
     url,
     dataDir,
@@ -100,12 +164,9 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
       }
       return names.map((n) => readFileSync(join(dir, n), 'utf8'));
     },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+    stop,
+    async cleanup() {
+      await stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -156,5 +217,66 @@ export function userEnv(server: TestServer, home: string): Record<string, string
     HOME: home,
     COFFER_SERVER: server.url,
     COFFER_CA_FILE: server.caFile,
+  };
+}
+
+/** The sign-up link of the newest invitation e-mail to `email` (quoted-printable decoded). */
+export function invitationLink(server: TestServer, email: string): string {
+  const decoded = server
+    .outbox()
+    .map((raw) =>
+      raw
+        .replace(/=\r?\n/g, '')
+        .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+    )
+    .filter((text) => new RegExp(`^To: .*${email.replace(/[.+]/g, '\\$&')}`, 'mi').test(text));
+  const link = /https:\/\/\S+\/invite\?token=[A-Za-z0-9_%-]+/.exec(decoded.at(-1) ?? '')?.[0];
+  if (!link) throw new Error(`no invitation link for ${email} in the outbox`);
+  return link;
+}
+
+/** Waits until `text` appears on the process's stdout. */
+export function waitForOutput(
+  child: ChildProcess,
+  text: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(
+      () => reject(new Error(`no "${text}" on stdout; saw: ${seen}`)),
+      timeoutMs,
+    );
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (seen.includes(text)) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+  });
+}
+
+/** A fresh database on the PostgreSQL server at `adminUrl`, for one server process. */
+export async function createPostgresDatabase(
+  adminUrl: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `coffer_cli_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
   };
 }
