@@ -40,8 +40,12 @@ async function buildAtomically(options) {
   }
 }
 
+// `node scripts/build.mjs server` builds only the named packages (`npm start` needs only the server).
+const only = process.argv.slice(2);
+
 await Promise.all(
   targets
+    .filter((t) => only.length === 0 || only.includes(t.dir))
     .filter((t) => existsSync(`${root}packages/${t.dir}/${t.entry}`))
     .map((t) =>
       buildAtomically({

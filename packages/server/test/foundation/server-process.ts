@@ -31,7 +31,7 @@ export function ensureBuilt(): void {
     newestSource(join(root, 'packages/sdk/src')),
   );
   if (sources > built)
-    execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root });
+    execFileSync(process.execPath, [join(root, 'scripts/build.mjs'), 'server'], { cwd: root });
 }
 
 /** Settings that must come from each test, never from the environment the tests run in. */
