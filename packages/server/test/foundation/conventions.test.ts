@@ -322,7 +322,7 @@ for (const dialect of DIALECTS) {
       const ok = await t.request({ method: 'POST', url, body: { email: 'a@example.test' } });
       assert.equal(ok.statusCode, 200, ok.body);
       assert.deepEqual(Object.keys(ok.data as object), ['data']);
-      const cases: [unknown, string, string][] = [
+      const cases: [Record<string, unknown>, string, string][] = [
         [{}, 'email', 'required'],
         [{ email: 123 }, 'email', 'invalid'],
         [{ email: 'a@example.test', admin: true }, 'admin', 'unknown'],
