@@ -212,6 +212,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
         workDir,
         options,
         say,
+        report: (text) => profiles.push(text),
       });
       if (!row) {
         say(`  ${scenario.title}: skipped (not built)`);

@@ -10,6 +10,9 @@ export interface Window {
 
 export const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
+/** The whole profile, for a short-lived process (the CLI). */
+export const WHOLE_RUN: Window = { label: 'whole run', startUs: 0, endUs: Number.MAX_SAFE_INTEGER };
+
 interface CpuProfile {
   nodes: Array<{
     id: number;
@@ -42,7 +45,10 @@ function moduleOf(url: string): string {
     const rest = url.slice(nm + '/node_modules/'.length).split('/');
     return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
   }
+  if (url.startsWith('wasm://')) return 'wasm (libsodium)';
   if (url.includes('/packages/server/dist/')) return 'coffer server';
+  if (url.includes('/packages/cli/dist/')) return 'coffer cli';
+  if (url.includes('/packages/sdk/dist/')) return 'coffer sdk';
   return url.replace(/^file:\/\//, '');
 }
 
@@ -93,7 +99,7 @@ export function renderProfiles(backend: string, profiles: WindowProfile[]): stri
     .filter((p) => p.samples > 0)
     .map((p) =>
       [
-        `server CPU profile — ${p.label} (${backend}), ${p.samples} samples, self time:`,
+        `CPU profile — ${p.label} (${backend}), ${p.samples} samples, self time:`,
         '  by package: ' + p.modules.map((m) => `${m.name} ${pct(m.selfShare).trim()}`).join(', '),
         ...p.functions.map((f) => `  ${pct(f.selfShare)}  ${f.name}`),
       ].join('\n'),

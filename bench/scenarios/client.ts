@@ -14,6 +14,7 @@ import {
   type RekeyPhase,
 } from '@coffer/sdk';
 import { median, timeRuns } from '../lib/measure.js';
+import { findProfile, renderProfiles, summariseProfile, WHOLE_RUN } from '../lib/profile.js';
 import type { BenchOptions } from '../lib/options.js';
 import { targets, type ValueRow } from '../lib/report.js';
 import {
@@ -34,6 +35,8 @@ export interface ClientContext {
   workDir: string;
   options: BenchOptions;
   say: (text: string) => void;
+  /** Adds a block to the report printed after the tables (profiles). */
+  report: (text: string) => void;
 }
 
 /** Client-side measurements (SDK and CLI against the running server). */
@@ -126,7 +129,31 @@ const cliRun: ClientScenario = {
     const args = [cli, 'run', '--env', READ_ENV, '--', 'true'];
     const runOnce = () => promisify(execFile)(process.execPath, args, { cwd, env });
     const durations = await timeRuns(ctx.options.cliRuns, 2, runOnce);
-    return valueRow(this.title, durations, 'fresh process each', targets.run);
+    // What any Node CLI pays before its first line runs, for comparison.
+    const floor = median(
+      await timeRuns(ctx.options.cliRuns, 2, () =>
+        promisify(execFile)(process.execPath, ['-e', ''], { cwd, env }),
+      ),
+    );
+    if (ctx.options.profile) {
+      const dir = mkdtempSync(join(ctx.workDir, 'cli-profile-'));
+      await promisify(execFile)(
+        process.execPath,
+        ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...args],
+        {
+          cwd,
+          env,
+        },
+      );
+      const file = findProfile(dir);
+      if (file) ctx.report(renderProfiles('coffer run', summariseProfile(file, [WHOLE_RUN])));
+    }
+    return valueRow(
+      this.title,
+      durations,
+      `fresh process each; \`node -e ''\` alone: ${floor.toFixed(0)} ms`,
+      targets.run,
+    );
   },
 };
 
