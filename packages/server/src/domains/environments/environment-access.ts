@@ -8,7 +8,11 @@ import {
   projectAccess,
   type ProjectAccess,
 } from '../projects/access.js';
-import { findEnvironmentWithMembership, type EnvironmentRow } from './environments.repo.js';
+import {
+  findEnvironmentWithMembership,
+  type EnvironmentRow,
+  type EnvironmentWithMembership,
+} from './environments.repo.js';
 
 /** An environment together with what the caller may do in it. */
 export interface EnvironmentContext {
@@ -30,20 +34,48 @@ export async function resolveEnvironment(
   projectId: string,
   ref: string,
 ): Promise<EnvironmentContext> {
+  const { context } = await resolveEnvironmentWith(db, principal, projectId, (userId) =>
+    findEnvironmentWithMembership(db, projectId, ref, userId),
+  );
+  return context;
+}
+
+/**
+ * `resolveEnvironment` for a query that fetches more in the same round trip
+ * (e.g. the secret being read): `find` returns the environment row with
+ * `member_role` and anything else, which comes back as `row`.
+ */
+export async function resolveEnvironmentWith<R extends EnvironmentWithMembership>(
+  db: Kysely<Database>,
+  principal: Principal | null,
+  projectId: string,
+  find: (userId: string) => Promise<R | undefined>,
+): Promise<{ context: EnvironmentContext; row: R }> {
   if (!principal) throw new AppError('unauthenticated', 'Authentication required');
   if (principal.kind !== 'session' && principal.projectId !== projectId) {
     throw notFound('Project');
   }
-  const row = await findEnvironmentWithMembership(db, projectId, ref, principal.userId);
+  const row = await find(principal.userId);
   if (!row) {
     // Tell a non-member "no such project" before telling a member "no such environment".
     await projectAccess(db, principal, projectId);
     throw notFound('Environment');
   }
-  const { member_role: memberRole, ...environment } = row;
-  if (memberRole === null) throw notFound('Project');
-  const access = accessOf(principal, projectId, memberRole);
-  return { environment, access, scope: environmentAccess(access, environment.id) };
+  if (row.member_role === null) throw notFound('Project');
+  const environment: EnvironmentRow = {
+    id: row.id,
+    project_id: row.project_id,
+    name: row.name,
+    slug: row.slug,
+    revision: row.revision,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  const access = accessOf(principal, projectId, row.member_role);
+  return {
+    context: { environment, access, scope: environmentAccess(access, environment.id) },
+    row,
+  };
 }
 
 function accessOf(principal: Principal, projectId: string, memberRole: Role): ProjectAccess {

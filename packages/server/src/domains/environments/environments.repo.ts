@@ -3,6 +3,7 @@ import type { Database, EnvironmentTable } from '../../db/schema.js';
 import type { Role } from '../../http/principal.js';
 import type { ListParams } from '../../http/pagination.js';
 import { offsetOf } from '../../http/pagination.js';
+import { preparedQuery } from './prepared-query.js';
 
 export type EnvironmentRow = Selectable<EnvironmentTable>;
 export type EnvironmentWithCount = EnvironmentRow & { secret_count: number | string | bigint };
@@ -13,16 +14,14 @@ export type EnvironmentSort = 'created_at' | 'updated_at' | 'name' | 'slug';
 export const isEnvironmentId = (ref: string) => ref.startsWith('env_');
 
 /**
- * The environment and the caller's active membership of its project in ONE
- * query: the hot path of every secret read. `member_role` is null when the user
- * is not an active member; no row when the environment does not exist.
+ * Environments of a project with the caller's active membership of it joined
+ * (`member_role`, null for a non-member): the start of every hot-path query.
  */
-export async function findEnvironmentWithMembership(
+export function environmentsWithMembership(
   db: Kysely<Database>,
   projectId: string,
-  ref: string,
   userId: string,
-): Promise<(EnvironmentRow & { member_role: Role | null }) | undefined> {
+) {
   return db
     .selectFrom('environments as e')
     .leftJoin('members as m', (join) =>
@@ -33,9 +32,30 @@ export async function findEnvironmentWithMembership(
     )
     .selectAll('e')
     .select('m.role as member_role')
-    .where('e.project_id', '=', projectId)
-    .where(isEnvironmentId(ref) ? 'e.id' : 'e.slug', '=', ref)
-    .executeTakeFirst();
+    .where('e.project_id', '=', projectId);
+}
+
+export type EnvironmentWithMembership = EnvironmentRow & { member_role: Role | null };
+
+const membershipBy = (column: 'e.id' | 'e.slug') =>
+  preparedQuery((db, projectId: string, ref: string, userId: string) =>
+    environmentsWithMembership(db, projectId, userId).where(column, '=', ref),
+  );
+const membershipById = membershipBy('e.id');
+const membershipBySlug = membershipBy('e.slug');
+
+/**
+ * The environment and the caller's membership of its project in ONE query:
+ * the hot path of every secret read. No row when the environment does not exist.
+ */
+export async function findEnvironmentWithMembership(
+  db: Kysely<Database>,
+  projectId: string,
+  ref: string,
+  userId: string,
+): Promise<EnvironmentWithMembership | undefined> {
+  const find = isEnvironmentId(ref) ? membershipById : membershipBySlug;
+  return (await find(db, projectId, ref, userId))[0];
 }
 
 export async function findEnvironment(

@@ -2,6 +2,12 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Database, SecretTable, SecretVersionTable } from '../../db/schema.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
+import {
+  environmentsWithMembership,
+  isEnvironmentId,
+  type EnvironmentWithMembership,
+} from '../environments/environments.repo.js';
+import { preparedQuery } from '../environments/prepared-query.js';
 
 export type SecretRow = Selectable<SecretTable>;
 export type SecretVersionRow = Selectable<SecretVersionTable>;
@@ -57,6 +63,71 @@ export async function findSecret(
     .where('environment_id', '=', environmentId)
     .where('name', '=', name)
     .executeTakeFirst();
+}
+
+const secretWithMembershipBy = (column: 'e.id' | 'e.slug') =>
+  preparedQuery((db, projectId: string, ref: string, userId: string, name: string) =>
+    environmentsWithMembership(db, projectId, userId)
+      .leftJoin('secrets as s', (join) =>
+        join.onRef('s.environment_id', '=', 'e.id').on('s.name', '=', name),
+      )
+      .select([
+        's.id as secret_id',
+        's.version as secret_version',
+        's.value as secret_value',
+        's.epoch as secret_epoch',
+        's.comment as secret_comment',
+        's.created_at as secret_created_at',
+        's.updated_at as secret_updated_at',
+        's.updated_by as secret_updated_by',
+      ])
+      .where(column, '=', ref),
+  );
+const secretWithMembershipById = secretWithMembershipBy('e.id');
+const secretWithMembershipBySlug = secretWithMembershipBy('e.slug');
+
+/**
+ * The environment, the caller's membership and the secret `name` in one query:
+ * the hot path of reading one value. `secret` is undefined when it does not exist.
+ */
+export async function findSecretWithMembership(
+  db: Kysely<Database>,
+  projectId: string,
+  ref: string,
+  userId: string,
+  name: string,
+): Promise<(EnvironmentWithMembership & { secret: SecretRow | undefined }) | undefined> {
+  const find = isEnvironmentId(ref) ? secretWithMembershipById : secretWithMembershipBySlug;
+  const row = (await find(db, projectId, ref, userId, name))[0];
+  if (!row) return undefined;
+  const {
+    secret_id,
+    secret_version,
+    secret_value,
+    secret_epoch,
+    secret_comment,
+    secret_created_at,
+    secret_updated_at,
+    secret_updated_by,
+    ...environment
+  } = row;
+  const secret: SecretRow | undefined =
+    secret_id === null
+      ? undefined
+      : {
+          id: secret_id,
+          project_id: environment.project_id,
+          environment_id: environment.id,
+          name,
+          version: Number(secret_version),
+          value: secret_value!,
+          epoch: Number(secret_epoch),
+          comment: secret_comment!,
+          created_at: secret_created_at!,
+          updated_at: secret_updated_at!,
+          updated_by: secret_updated_by,
+        };
+  return { ...environment, secret };
 }
 
 export async function findSecretsByName(

@@ -16,6 +16,7 @@ import {
   requireReader,
   requireWriter,
   resolveEnvironment,
+  resolveEnvironmentWith,
   type EnvironmentContext,
 } from '../environments/environment-access.js';
 import { bumpRevision } from '../environments/environments.repo.js';
@@ -200,9 +201,16 @@ export function secretsService(ctx: SecretsServiceDeps) {
     },
 
     async get(actor: Actor, projectId: string, ref: string, name: string): Promise<SecretObject> {
-      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      // Environment, access and the secret in one query: reading a value is the hottest write-free path.
+      const { context, row: found } = await resolveEnvironmentWith(
+        db,
+        actor.principal,
+        projectId,
+        (userId) => repo.findSecretWithMembership(db, projectId, ref, userId, name),
+      );
       requireReader(context);
-      const row = await existingSecret(db, context.environment.id, name);
+      const row = found.secret;
+      if (!row) throw notFound('Secret');
       auditTokenRead(
         actor,
         context,
