@@ -17,6 +17,7 @@ import {
   openVault,
   ready,
   rekey,
+  setSecret,
   toBase64url,
   type RekeyProgress,
   type VaultSession,
@@ -288,6 +289,12 @@ for (const dialect of DIALECTS) {
       await stale.refresh();
       assert.equal(stale.epoch, 3);
       await writeSecret(stale, env.staging!, 'RACE', `${MARKER}-race`);
+      // The secrets client does the same by itself: refresh once, write again.
+      const behind = await openVault(developer.client, projectId, developer.keys);
+      await rekey(admin.client, projectId, admin.keys);
+      const written = await setSecret(behind.scope, 'staging', 'RACE', `${MARKER}-race`);
+      assert.equal(written.version, 2);
+      assert.equal(behind.epoch, 4);
       await adminVault.refresh();
       assert.equal(await readSecret(adminVault, env.staging!, 'RACE'), `${MARKER}-race`);
     });
@@ -310,7 +317,7 @@ for (const dialect of DIALECTS) {
         write('CONCURRENT_A'),
         write('CONCURRENT_B'),
       ]);
-      assert.equal(result.epoch, 4);
+      assert.equal(result.epoch, 5);
       const reader = await openVault(admin.client, projectId, admin.keys);
       for (const name of ['CONCURRENT_A', 'CONCURRENT_B'])
         assert.equal(await readSecret(reader, env.production!, name), `${MARKER}-${name}`);
@@ -321,7 +328,7 @@ for (const dialect of DIALECTS) {
       const keys: Uint8Array[] = [leaverProjectKey, adminVault.projectKey().key];
       for (const e of Object.values(env)) {
         keys.push((await adminVault.environmentKey(e)).key);
-        for (const epoch of [1, 2, 3])
+        for (const epoch of [1, 2, 3, 4, 5])
           keys.push(deriveEnvironmentKey(leaverProjectKey, projectId, e, epoch));
       }
       const needles = [

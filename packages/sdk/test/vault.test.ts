@@ -9,6 +9,7 @@ import {
   decryptSecretValue,
   fingerprint,
   fromCredential,
+  getSecret,
   grantMember,
   isCryptoError,
   isVaultError,
@@ -18,6 +19,7 @@ import {
   ready,
   revokeApiKey,
   revokeCiToken,
+  setSecret,
   type VaultSession,
 } from '../src/index.js';
 import { DIALECTS } from '../../server/test/support/db.js';
@@ -101,12 +103,13 @@ for (const dialect of DIALECTS) {
       });
       assert.deepEqual(granted, { userId: developer.id, fingerprint: expected, epoch: 1 });
 
+      // The vault session is the secrets client's key provider.
       await devVault.refresh();
-      assert.equal(
-        await readSecret(devVault, env.staging!, 'DATABASE_URL'),
-        'postgres://staging-db',
-      );
-      await writeSecret(devVault, env.production!, 'API_TOKEN', 'tok-production');
+      const read = await getSecret(devVault.scope, 'staging', 'DATABASE_URL');
+      assert.equal(read.value, 'postgres://staging-db');
+      await setSecret(devVault.scope, 'production', 'API_TOKEN', 'tok-production');
+      const back = await getSecret(adminVault.scope, 'production', 'API_TOKEN');
+      assert.equal(back.value, 'tok-production');
       assert.equal(await readSecret(adminVault, env.production!, 'API_TOKEN'), 'tok-production');
     });
 

@@ -7,6 +7,7 @@ import {
 } from '../crypto/index.js';
 import { sodium } from '../crypto/sodium.js';
 import type { CofferClient } from '../client/http.js';
+import type { EnvironmentKeyProvider, SecretScope } from '../client/secrets.js';
 import { getVault, type StoredGrant, type VaultStatus } from '../client/vault.js';
 import { VaultError } from './errors.js';
 
@@ -45,7 +46,7 @@ export interface Signer {
  * uses: `environmentKey(environmentId)` (or `(projectId, environmentId)`).
  * Call `refresh()` after a `stale_epoch` conflict: a re-key moved the epoch.
  */
-export class VaultSession {
+export class VaultSession implements EnvironmentKeyProvider {
   private current: VaultStatus | null = null;
   private projectKeyBytes: Uint8Array | null = null;
   private readonly environmentKeys = new Map<string, Uint8Array>();
@@ -70,6 +71,11 @@ export class VaultSession {
   /** Who the grants are addressed to: `{ type: 'user' | 'api_key' | 'ci_token', id }`. */
   get recipient(): VaultStatus['recipient'] {
     return this.status.recipient;
+  }
+
+  /** What the secrets client's decrypted operations take: `getSecret(vault.scope, 'staging', 'NAME')`. */
+  get scope(): SecretScope {
+    return { client: this.client, projectId: this.projectId, keys: this };
   }
 
   get signer(): Signer {
