@@ -134,6 +134,29 @@ for (const dialect of DIALECTS) {
       ]);
     });
 
+    it('concurrent writers: exactly one creates with expected_version 0, and versions never collide', async () => {
+      const env = project.env.development;
+      const racers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          putSecret(t, project, env, 'RACED', `r${i}`, dev.headers, { expected_version: 0 }),
+        ),
+      );
+      assert.deepEqual(
+        racers.map((r) => r.statusCode).sort(),
+        [201, 409, 409, 409, 409, 409, 409, 409],
+      );
+      const writers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          putSecret(t, project, env, 'RACED', `w${i}`, dev.headers),
+        ),
+      );
+      assert.ok(writers.every((r) => r.statusCode === 200));
+      assert.deepEqual(
+        writers.map((r) => dataOf(r).version as number).sort((a, b) => a - b),
+        [2, 3, 4, 5, 6, 7, 8, 9],
+      );
+    });
+
     it('a value encrypted under another epoch is 409 stale_epoch with the current epoch', async () => {
       const env = project.env.development;
       const res = await t.request({
