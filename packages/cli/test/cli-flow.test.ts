@@ -281,7 +281,7 @@ describe('coffer end to end (SQLite)', () => {
 
   test('a second user signs up from the invitation e-mail, accepts, is granted, and reads', async () => {
     ok(await as(alice, ['members', 'invite', 'bob@example.test', '--role', 'developer']), 'invite');
-    const link = invitationLink(server, 'bob@example.test');
+    const link = await invitationLink(server, 'bob@example.test');
     ok(
       await as(
         bob,

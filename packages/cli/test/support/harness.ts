@@ -220,19 +220,30 @@ export function userEnv(server: TestServer, home: string): Record<string, string
   };
 }
 
-/** The sign-up link of the newest invitation e-mail to `email` (quoted-printable decoded). */
-export function invitationLink(server: TestServer, email: string): string {
-  const decoded = server
-    .outbox()
-    .map((raw) =>
-      raw
-        .replace(/=\r?\n/g, '')
-        .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-    )
-    .filter((text) => new RegExp(`^To: .*${email.replace(/[.+]/g, '\\$&')}`, 'mi').test(text));
-  const link = /https:\/\/\S+\/invite\?token=[A-Za-z0-9_%-]+/.exec(decoded.at(-1) ?? '')?.[0];
-  if (!link) throw new Error(`no invitation link for ${email} in the outbox`);
-  return link;
+/**
+ * The sign-up link of the newest invitation e-mail to `email` (quoted-printable
+ * decoded). The outbox worker delivers asynchronously, so this waits for it.
+ */
+export async function invitationLink(
+  server: TestServer,
+  email: string,
+  timeoutMs = 20_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const decoded = server
+      .outbox()
+      .map((raw) =>
+        raw
+          .replace(/=\r?\n/g, '')
+          .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+      )
+      .filter((text) => new RegExp(`^To: .*${email.replace(/[.+]/g, '\\$&')}`, 'mi').test(text));
+    const link = /https:\/\/\S+\/invite\?token=[A-Za-z0-9_%-]+/.exec(decoded.at(-1) ?? '')?.[0];
+    if (link) return link;
+    if (Date.now() > deadline) throw new Error(`no invitation link for ${email} in the outbox`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** Waits until `text` appears on the process's stdout. */
