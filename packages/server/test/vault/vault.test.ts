@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  createGrant,
   deriveEnvironmentKey,
   encryptSecretValue,
   fingerprint,
@@ -8,6 +9,7 @@ import {
   openGrant,
   ready,
   toBase64url,
+  tokenKeysFromKeyPart,
 } from '@coffer/sdk';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
@@ -562,6 +564,93 @@ for (const dialect of DIALECTS) {
         const s = await status(project, project.admin.headers);
         assert.equal(s.rekey_recommended, false);
         assert.equal(s.epoch, project.epoch + 1);
+      });
+    });
+
+    describe('re-key with tokens', () => {
+      it('every live token must be re-granted each scoped environment (409 otherwise), then still opens its key', async () => {
+        const project = await projectWithVault(t);
+        const { staging, production } = project.environments;
+        const token = await createApiKey(t, project, 'developer', {
+          [staging!.id]: 'read',
+          [production!.id]: 'read',
+        });
+        const revoked = await createApiKey(t, project, 'developer', { [staging!.id]: 'read' });
+        expectStatus(
+          await t.request({
+            method: 'DELETE',
+            url: `/v1/projects/${project.id}/api-keys/${revoked.id}`,
+            headers: project.admin.headers,
+          }),
+          204,
+        );
+        const snap = await snapshot(project);
+        assert.deepEqual(
+          snap.api_keys.map((k) => k.id),
+          [token.id],
+          'revoked keys need no grant',
+        );
+        const newPmk = generateProjectKey();
+        const body = rekeyBody(project, snap, newPmk, () => '');
+        const tokenKeys = tokenKeysFromKeyPart(token.keyPart);
+        const tokenGrant = (environmentId: string) => {
+          const g = createGrant({
+            key: deriveEnvironmentKey(newPmk, project.id, environmentId, 2),
+            kind: 'environment_key',
+            projectId: project.id,
+            epoch: 2,
+            environmentId,
+            recipientId: token.id,
+            recipientPublicKey: snap.api_keys[0]!.public_key,
+            granterId: project.admin.id,
+            granterSigningSecretKey: project.admin.keys.signing.secretKey,
+          });
+          return { ...grantBody(g), environment_id: environmentId };
+        };
+        const attempt = (tokenGrants: object[]) =>
+          t.request({
+            method: 'POST',
+            url: `/v1/projects/${project.id}/vault/re-key`,
+            headers: project.admin.headers,
+            body: { ...body, token_grants: tokenGrants },
+          });
+
+        const partial = await attempt([tokenGrant(staging!.id)]);
+        expectStatus(partial, 409);
+        assert.deepEqual(errorOf(partial).details, [
+          {
+            field: 'token_grants',
+            issue: 'missing',
+            count: 1,
+            ids: [`${token.id}/${production!.id}`],
+          },
+        ]);
+        const done = await attempt([tokenGrant(staging!.id), tokenGrant(production!.id)]);
+        expectStatus(done, 200);
+        assert.equal(dataOf<{ token_grants: number }>(done).token_grants, 2);
+
+        const status = await t.request({
+          method: 'GET',
+          url: `/v1/projects/${project.id}/vault`,
+          headers: token.headers,
+        });
+        const grants = dataOf<VaultStatus>(status).grants;
+        assert.equal(grants.length, 2);
+        for (const g of grants) {
+          const ek = openGrant(g, {
+            recipientPublicKey: tokenKeys.encryption.publicKey,
+            recipientSecretKey: tokenKeys.encryption.secretKey,
+            granterSigningPublicKey: project.admin.keys.signing.publicKey,
+            expected: {
+              projectId: project.id,
+              epoch: 2,
+              kind: 'environment_key',
+              environmentId: g.environment_id,
+              recipientId: token.id,
+            },
+          });
+          assert.deepEqual(ek, deriveEnvironmentKey(newPmk, project.id, g.environment_id!, 2));
+        }
       });
     });
   });
