@@ -161,9 +161,14 @@ export class Context {
     return ref;
   }
 
+  /** The environment as named by `--env`, `COFFER_ENV` or `.coffer.json`, if any. */
+  environmentName(): string | undefined {
+    return str(this.values, 'env') ?? this.env.COFFER_ENV ?? this.link?.environment;
+  }
+
   /** The environment: `--env`, else `.coffer.json`. */
   environmentRef(): string {
-    const ref = str(this.values, 'env') ?? this.env.COFFER_ENV ?? this.link?.environment;
+    const ref = this.environmentName();
     if (!ref) {
       throw new CliError(
         'no_environment',

@@ -5,6 +5,7 @@ import {
   type SecretScope,
   type VaultSession,
 } from '@coffer/sdk';
+import { CliError } from './cli/errors.js';
 import type { Context } from './context.js';
 import type { FallbackScope } from './run/fallback.js';
 import { currentProjectId } from './scope.js';
@@ -26,10 +27,24 @@ export interface EnvironmentAccess {
 export async function environmentAccess(ctx: Context): Promise<EnvironmentAccess> {
   const client = await ctx.client();
   const project = await currentProjectId(ctx, client);
-  const env = await defaultEnvironment(ctx);
   const vault = openProjectVault(ctx, client, project);
   vault.catch(() => undefined); // awaited by the caller; never an unhandled rejection
+  const env =
+    ctx.environmentName() ?? (ctx.token ? await tokenEnvironment(vault) : ctx.environmentRef());
   return { client, project, env, vault };
+}
+
+/**
+ * A token that holds the key of exactly one environment needs no `--env`
+ * (the usual CI token); otherwise the user must say which.
+ */
+async function tokenEnvironment(vault: Promise<VaultSession>): Promise<string> {
+  const ids = [...new Set((await vault).status.grants.map((g) => g.environment_id))];
+  if (ids.length === 1 && ids[0]) return ids[0];
+  throw new CliError(
+    'no_environment',
+    `this token can read ${ids.length} environments: pass --env (or set COFFER_ENV)`,
+  );
 }
 
 /**
@@ -46,11 +61,6 @@ export const secretScope = (access: EnvironmentAccess): SecretScope => ({
     refresh: async () => (await access.vault).refresh(),
   },
 });
-
-/** `--env`/.coffer.json; a CI token scoped to one environment needs neither. */
-async function defaultEnvironment(ctx: Context): Promise<string> {
-  return ctx.environmentRef();
-}
 
 /**
  * `coffer run`'s fetch: every secret of the environment, decrypted. Two
@@ -74,8 +84,10 @@ export async function fetchEnvironmentSecrets(ctx: Context): Promise<{
 function fallbackScope(ctx: Context): FallbackScope {
   return {
     server: ctx.server(),
-    project: ctx.hasProjectRef() ? ctx.projectRef() : '(the token’s project)',
-    environment: ctx.environmentRef(),
+    project: ctx.token && !ctx.hasProjectRef() ? '(the token’s project)' : ctx.projectRef(),
+    environment: ctx.token
+      ? (ctx.environmentName() ?? '(the token’s environment)')
+      : ctx.environmentRef(),
   };
 }
 

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   buildOnce,
   invitationLink,
+  pipelineEnv,
   runCli,
   startServer,
   tempDir,
@@ -378,15 +379,8 @@ describe('coffer end to end (SQLite)', () => {
 
     // A pipeline: no HOME, no session, no .coffer.json; only the credential, the server and its CA.
     const pipelineDir = tempDir('pipeline');
-    const pipeline = (token: string) => ({
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: '',
-      COFFER_TOKEN: token,
-      COFFER_SERVER: server.url,
-      COFFER_CA_FILE: server.caFile,
-    });
     const inPipeline = (token: string, args: string[]) =>
-      runCli(args, { env: pipeline(token), cwd: pipelineDir });
+      runCli(args, { env: pipelineEnv(server, token), cwd: pipelineDir });
 
     const withKey = ok(
       await inPipeline(apiKey, [
@@ -408,8 +402,9 @@ describe('coffer end to end (SQLite)', () => {
       'ci-tokens create',
     ).stdout.trim();
     assert.match(ciToken, /^ci_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{43}$/);
+    // A token that can read exactly one environment needs no --env.
     const withCi = ok(
-      await inPipeline(ciToken, ['run', '--env', 'development', ...printEnv('STRIPE_KEY')]),
+      await inPipeline(ciToken, ['run', ...printEnv('STRIPE_KEY')]),
       'run with CI token',
     );
     assert.deepEqual(JSON.parse(withCi.stdout), { STRIPE_KEY: 'sk_test_123' });
@@ -428,6 +423,9 @@ describe('coffer end to end (SQLite)', () => {
       await inPipeline(apiKey.split('.')[0]!, ['run', '--env', 'development', '--', 'true']),
       'invalid_credential',
     );
+
+    const listed = ok(await as(alice, ['api-keys', 'list']), 'api-keys list').stdout;
+    assert.match(listed, /deploy\s+developer\s+development:read/);
 
     // Revoked: refused at once.
     const keys = JSON.parse(

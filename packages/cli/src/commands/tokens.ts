@@ -1,4 +1,5 @@
 import {
+  allEnvironments,
   createApiKey,
   createCiToken,
   listApiKeys,
@@ -33,9 +34,10 @@ function printCredential(ctx: Context, record: object, credential: string): void
   printLine(credential);
 }
 
-const scopesText = (scopes: Record<string, Scope>) =>
+/** `production:read staging:read_write`, with slugs where known. */
+const scopesText = (scopes: Record<string, Scope>, slugs: Map<string, string>) =>
   Object.entries(scopes)
-    .map(([env, scope]) => `${env}:${scope}`)
+    .map(([env, scope]) => `${slugs.get(env) ?? env}:${scope}`)
     .join(' ') || '-';
 
 const apiKeyCreate: Command = {
@@ -154,17 +156,19 @@ function listAndRevoke<T extends TokenRecord>(
       options: PROJECT_OPTION,
       async run({ values }) {
         const { ctx, client, project } = await inProject(values);
-        const tokens = await allPages((page, per_page) =>
-          list(client, project, { page, per_page }),
-        );
+        const [tokens, environments] = await Promise.all([
+          allPages((page, per_page) => list(client, project, { page, per_page })),
+          allEnvironments(client, project),
+        ]);
         if (ctx.json) return printJson(tokens);
+        const slugs = new Map(environments.map((e) => [e.id, e.slug]));
         printTable(
           ['id', 'name', 'role', 'scopes', 'expires', 'last used', 'revoked'],
           tokens.map((t) => [
             t.id,
             t.name,
             'role' in t ? t.role : 'ci',
-            scopesText(t.scopes),
+            scopesText(t.scopes, slugs),
             shortTime(t.expires_at),
             shortTime(t.last_used_at),
             shortTime(t.revoked_at),

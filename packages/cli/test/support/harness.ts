@@ -210,6 +210,17 @@ export function runCli(
   });
 }
 
+/** A CI job: no HOME, no session, only the credential, the server and its CA. */
+export function pipelineEnv(server: TestServer, token: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: '',
+    COFFER_TOKEN: token,
+    COFFER_SERVER: server.url,
+    COFFER_CA_FILE: server.caFile,
+  };
+}
+
 /** A user's shell: own HOME (so its own session file), the server and its CA from the environment. */
 export function userEnv(server: TestServer, home: string): Record<string, string> {
   return {
