@@ -1,14 +1,19 @@
 import { generateBearer, TOKEN_PREFIXES } from '@coffer/sdk';
 import type { Kysely, Selectable } from 'kysely';
 import type { AppContext } from '../../app.js';
-import { lockProject } from '../../db/database.js';
 import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role, Scope, Scopes } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { forgetCredential, hashToken } from '../identity/credentials.js';
-import { projectAccess, requireRole, roleAtLeast, type ProjectAccess } from '../projects/access.js';
+import {
+  lockedProjectAccess,
+  projectAccess,
+  requireRole,
+  roleAtLeast,
+  type ProjectAccess,
+} from '../projects/access.js';
 import { tokenGrantRows, type EnvironmentGrantInput } from '../vault/grants.js';
 import * as vaultRepo from '../vault/vault.repo.js';
 import * as repo from './tokens.repo.js';
@@ -193,7 +198,9 @@ export function tokensService(deps: TokensDeps) {
    * against the minter, and the grants against the scopes and the current epoch.
    */
   async function mint<T>(
-    access: ProjectAccess,
+    principal: Principal | null,
+    projectId: string,
+    needed: { role: Role; action: string },
     table: repo.TokenTable,
     input: NewTokenInput,
     role: Role,
@@ -204,7 +211,10 @@ export function tokensService(deps: TokensDeps) {
   ): Promise<T> {
     const now = clock.now().toISOString();
     return kysely.transaction().execute(async (trx) => {
-      await lockProject(trx, db.dialect, access.projectId);
+      // Resolved under the project lock, so a minter demoted or removed a moment
+      // ago is judged on what has committed.
+      const access = await lockedProjectAccess(trx, db.dialect, principal, projectId);
+      requireRole(access, needed.role, needed.action);
       const minter = await minterOf(trx, access);
       if (await repo.idTaken(trx, table, input.id)) {
         throw new AppError('already_exists', 'A credential with this id already exists', [
@@ -255,7 +265,9 @@ export function tokensService(deps: TokensDeps) {
       }
       const at = clock.now();
       return mint(
-        access,
+        actor.principal,
+        projectId,
+        { role: 'admin', action: 'create API keys' },
         'api_keys',
         input,
         input.role,
@@ -337,7 +349,9 @@ export function tokensService(deps: TokensDeps) {
       const ttl = Math.min(input.ttl_seconds ?? MAX_CI_TOKEN_TTL_SECONDS, MAX_CI_TOKEN_TTL_SECONDS);
       // CI tokens act as developers within their scopes (see projects/access.ts).
       return mint(
-        access,
+        actor.principal,
+        projectId,
+        { role: 'developer', action: 'create CI tokens' },
         'ci_tokens',
         input,
         'developer',

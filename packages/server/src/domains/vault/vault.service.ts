@@ -1,10 +1,14 @@
 import { fingerprint } from '@coffer/sdk';
 import type { AppContext } from '../../app.js';
-import { lockProject } from '../../db/database.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { projectAccess, requireRole, type ProjectAccess } from '../projects/access.js';
+import {
+  lockedProjectAccess,
+  projectAccess,
+  requireRole,
+  type ProjectAccess,
+} from '../projects/access.js';
 import { grantRow, grantView, invalidSignatures, signatureFailures, staleEpoch } from './grants.js';
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';
@@ -146,7 +150,11 @@ export function vaultService(deps: VaultDeps) {
 
       const at = clock.now();
       const result = await kysely.transaction().execute(async (trx) => {
-        await lockProject(trx, db.dialect, projectId);
+        // Judged again under the lock: a concurrent demotion or removal has committed by now.
+        requireMemberAdmin(
+          await lockedProjectAccess(trx, db.dialect, actor.principal, projectId),
+          'grant the project key',
+        );
         const state = await repo.vaultState(trx, projectId);
         if (!state) throw new AppError('not_found', 'Project not found');
         const initializing = state.vault_epoch === 0;
@@ -338,7 +346,10 @@ export function vaultService(deps: VaultDeps) {
 
       const at = clock.now();
       const summary = await kysely.transaction().execute(async (trx) => {
-        await lockProject(trx, db.dialect, projectId);
+        requireMemberAdmin(
+          await lockedProjectAccess(trx, db.dialect, actor.principal, projectId),
+          're-key the vault',
+        );
         const state = await repo.vaultState(trx, projectId);
         if (!state) throw new AppError('not_found', 'Project not found');
         if (state.vault_epoch === 0) {
