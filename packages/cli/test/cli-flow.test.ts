@@ -12,6 +12,7 @@ import {
   invitationLink,
   pipelineEnv,
   runCli,
+  runInTerminal,
   startServer,
   tempDir,
   userEnv,
@@ -339,6 +340,18 @@ describe('coffer end to end (SQLite)', () => {
       ]),
       'fingerprint_mismatch',
     );
+    // At a terminal it shows the member and the fingerprint and asks; "no" grants nothing.
+    const declined = await runInTerminal(
+      ['vault', 'grant', 'bob@example.test'],
+      { env: alice, cwd: work },
+      [[/\[y\/N\] $/, 'n']],
+    );
+    assert.equal(declined.code, 1);
+    assert.ok(declined.transcript.includes(bobFingerprint), declined.transcript);
+    assert.match(declined.transcript, /Bob <bob@example\.test> \(developer\)/);
+    assert.match(declined.transcript, /\(cancelled\)/);
+    failsWith(await as(bob, ['secrets', 'get', 'DATABASE_URL']), 'no_grant');
+
     const granted = ok(
       await as(alice, ['vault', 'grant', 'bob@example.test', '--fingerprint', bobFingerprint]),
       'grant',
@@ -479,18 +492,74 @@ describe('coffer end to end (SQLite)', () => {
     failsWith(await as(alice, ['secrets', 'get', 'NOT_A_SECRET']), 'not_found');
   });
 
-  test('removing a member re-keys the vault with --rekey; everyone left still reads', async () => {
-    const removed = JSON.parse(
-      ok(await as(alice, ['members', 'remove', 'bob@example.test', '--rekey', '--json']), 'remove')
-        .stdout,
-    ) as {
-      rekeyed: boolean;
-    };
-    assert.equal(removed.rekeyed, true);
-    const status = JSON.parse(
+  test('at a terminal: prompts, hidden password and hidden values', async () => {
+    const login = await runInTerminal(['login'], { env: alice, cwd: work }, [
+      ['E-mail: ', 'alice@example.test'],
+      ['Password: ', 'alice correct horse'],
+    ]);
+    assert.equal(login.code, 0, login.transcript);
+    assert.ok(login.transcript.includes('alice@example.test'), 'the e-mail is echoed');
+    assert.ok(
+      !login.transcript.includes('alice correct horse'),
+      `the password is not echoed:\n${login.transcript}`,
+    );
+
+    const set = await runInTerminal(['secrets', 'set', 'TYPED'], { env: alice, cwd: work }, [
+      ['Value of TYPED: ', 'typed at the terminal'],
+    ]);
+    assert.equal(set.code, 0, set.transcript);
+    assert.ok(!set.transcript.includes('typed at the terminal'), set.transcript);
+    assert.equal(
+      ok(await as(alice, ['secrets', 'get', 'TYPED']), 'get').stdout,
+      'typed at the terminal\n',
+    );
+
+    // Deleting asks at a terminal; "no" keeps the secret.
+    const kept = await runInTerminal(['secrets', 'delete', 'TYPED'], { env: alice, cwd: work }, [
+      [/\[y\/N\] $/, 'n'],
+    ]);
+    assert.equal(kept.code, 1);
+    ok(await as(alice, ['secrets', 'get', 'TYPED']), 'still there');
+    failsWith(await as(alice, ['secrets', 'delete', 'TYPED']), 'confirmation_required');
+    ok(await as(alice, ['secrets', 'delete', 'TYPED', '--yes']), 'delete --yes');
+    failsWith(await as(alice, ['secrets', 'get', 'TYPED']), 'not_found');
+  });
+
+  test('removing members: --rekey in scripts, the re-key offered (with a progress bar) at a terminal', async () => {
+    // --rekey re-keys whoever was removed (here a pending invitation).
+    ok(
+      await as(alice, ['members', 'invite', 'carol@example.test', '--role', 'viewer']),
+      'invite carol',
+    );
+    const removedCarol = JSON.parse(
+      ok(
+        await as(alice, ['members', 'remove', 'carol@example.test', '--rekey', '--json']),
+        'remove carol',
+      ).stdout,
+    ) as { rekeyed: boolean };
+    assert.equal(removedCarol.rekeyed, true);
+    let status = JSON.parse(
       ok(await as(alice, ['vault', 'status', '--json']), 'status').stdout,
-    ) as { epoch: number; rekey_recommended: boolean };
+    ) as {
+      epoch: number;
+      rekey_recommended: boolean;
+    };
     assert.equal(status.epoch, 2);
+
+    // Bob could read secrets: at a terminal, removing him offers the re-key.
+    const removedBob = await runInTerminal(
+      ['members', 'remove', 'bob@example.test'],
+      { env: alice, cwd: work },
+      [[/Re-key the vault now\? \[y\/N\] $/, 'y']],
+    );
+    assert.equal(removedBob.code, 0, removedBob.transcript);
+    assert.match(removedBob.transcript, /█/, 'a progress bar was drawn');
+    assert.match(removedBob.transcript, /Re-keyed: epoch 3/);
+
+    status = JSON.parse(
+      ok(await as(alice, ['vault', 'status', '--json']), 'status').stdout,
+    ) as typeof status;
+    assert.equal(status.epoch, 3);
     assert.equal(status.rekey_recommended, false);
     assert.equal(
       ok(await as(alice, ['secrets', 'get', 'FROM_BOB']), 'read after re-key').stdout,

@@ -302,3 +302,53 @@ export async function createPostgresDatabase(
     },
   };
 }
+
+/** `'…'` quoting for the command line `script` hands to the shell. */
+const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Runs the CLI on a pseudo-terminal (util-linux `script`), as a person at a
+ * terminal would: each answer is typed only once its prompt has appeared, so
+ * echo (or its absence) is exactly what a user would see. Returns the whole
+ * terminal transcript (stdout and stderr together) and the exit code.
+ */
+export async function runInTerminal(
+  args: string[],
+  options: { env: Record<string, string>; cwd: string },
+  dialogue: [prompt: string | RegExp, answer: string][],
+): Promise<{ code: number | null; transcript: string }> {
+  const command = [process.execPath, CLI, ...args].map(shellQuote).join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    env: { ...options.env, TERM: 'dumb' },
+    cwd: options.cwd,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let transcript = '';
+  let step = 0;
+  let answeredUpTo = 0;
+  const answerIfPrompted = () => {
+    const pending = dialogue[step];
+    if (!pending) return;
+    const seen = transcript.slice(answeredUpTo);
+    const at = typeof pending[0] === 'string' ? seen.indexOf(pending[0]) : seen.search(pending[0]);
+    if (at < 0) return;
+    answeredUpTo = transcript.length;
+    step++;
+    child.stdin!.write(`${pending[1]}\r`);
+    answerIfPrompted();
+  };
+  child.stdout!.on('data', (d: Buffer) => {
+    transcript += d.toString();
+    answerIfPrompted();
+  });
+  child.stderr!.on('data', (d: Buffer) => (transcript += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (exitCode) => resolve(exitCode));
+  }).finally(() => clearTimeout(timer));
+  if (step < dialogue.length) {
+    throw new Error(`the prompt ${String(dialogue[step]![0])} never appeared:\n${transcript}`);
+  }
+  return { code, transcript };
+}
