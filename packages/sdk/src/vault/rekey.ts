@@ -38,27 +38,6 @@ export interface RekeyOptions extends OpenVaultOptions {
 
 /** How often `reencrypt` progress is reported. */
 const PROGRESS_EVERY = 500;
-const NONCE_BYTES = 24;
-/** `getRandomValues` fills at most 64 KiB per call. */
-const RANDOM_CHUNK = 65536 - (65536 % NONCE_BYTES);
-
-/**
- * Fresh random nonces for `count` envelopes, drawn from the platform's CSPRNG in
- * 64 KiB chunks. libsodium.js asks JavaScript for 4 random bytes per callback,
- * which made per-value nonces most of a 10,000-version re-key; WebCrypto (Node
- * ≥ 19, every browser) does the same job in one call per chunk. Without it,
- * `encryptSecretValue` draws its own nonce as usual.
- */
-function nonces(count: number): (index: number) => Uint8Array | undefined {
-  const webCrypto = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => void } })
-    .crypto;
-  if (typeof webCrypto?.getRandomValues !== 'function') return () => undefined;
-  const pool = new Uint8Array(count * NONCE_BYTES);
-  for (let offset = 0; offset < pool.length; offset += RANDOM_CHUNK)
-    webCrypto.getRandomValues(pool.subarray(offset, Math.min(offset + RANDOM_CHUNK, pool.length)));
-  return (index) => pool.subarray(index * NONCE_BYTES, (index + 1) * NONCE_BYTES);
-}
-
 /**
  * Re-keys a project's vault (an admin with the current key): fetches the
  * snapshot, generates a new project key, re-encrypts every stored version —
@@ -127,7 +106,6 @@ function buildRekey(
   };
   try {
     const total = snapshot.versions.length;
-    const nonceOf = nonces(total);
     const versions = snapshot.versions.map((v, i) => {
       if (i % PROGRESS_EVERY === 0) report('reencrypt', i, total);
       const binding = { projectId, environmentId: v.environment_id, name: v.name };
@@ -139,15 +117,12 @@ function buildRekey(
       });
       return {
         id: v.id,
-        value: encryptSecretValue(
-          {
-            ...binding,
-            epoch: to,
-            environmentKey: keyOf(newKeys, newKey, v.environment_id, to),
-            value,
-          },
-          { nonce: nonceOf(i) },
-        ),
+        value: encryptSecretValue({
+          ...binding,
+          epoch: to,
+          environmentKey: keyOf(newKeys, newKey, v.environment_id, to),
+          value,
+        }),
       };
     });
     report('reencrypt', total, total);
