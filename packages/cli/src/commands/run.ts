@@ -1,3 +1,4 @@
+import { ready } from '@coffer/sdk';
 import { str, type Command } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
 import { note } from '../cli/output.js';
@@ -47,6 +48,9 @@ const run: Command = {
     const [command, ...args] = rest;
     if (command === undefined)
       throw new UsageError('missing the command to run (coffer run [--env E] -- CMD ARGS…)', 'run');
+    // libsodium takes tens of milliseconds to load: start now, so it overlaps
+    // with reading the credential and the first round trip instead of following them.
+    ready().catch(() => undefined);
     const ctx = new Context(values);
     const fallbackFile = str(values, 'fallback');
 
