@@ -4,7 +4,7 @@ import { AppError, notFound } from '../../errors.js';
 import type { Principal, Role, Scope } from '../../http/principal.js';
 import {
   environmentAccess,
-  minRole,
+  effectiveRole,
   projectAccess,
   type ProjectAccess,
 } from '../projects/access.js';
@@ -78,16 +78,15 @@ export async function resolveEnvironmentWith<R extends EnvironmentWithMembership
   };
 }
 
+/** The same access `projectAccess` would resolve, from a membership row fetched with other data. */
 function accessOf(principal: Principal, projectId: string, memberRole: Role): ProjectAccess {
-  const base = { projectId, userId: principal.userId, principal };
-  switch (principal.kind) {
-    case 'session':
-      return { ...base, role: memberRole, scopes: null };
-    case 'api_key':
-      return { ...base, role: minRole(principal.role, memberRole), scopes: principal.scopes };
-    case 'ci_token':
-      return { ...base, role: minRole('developer', memberRole), scopes: principal.scopes };
-  }
+  return {
+    projectId,
+    role: effectiveRole(principal, memberRole),
+    userId: principal.userId,
+    principal,
+    scopes: principal.kind === 'session' ? null : principal.scopes,
+  };
 }
 
 /** Reading values needs `read` or `read_write` on the environment (admins and developers; tokens by scope). */

@@ -1,10 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../app.js';
 import type { Database } from '../../db/schema.js';
-import { lockProject, toCount } from '../../db/database.js';
+import { toCount } from '../../db/database.js';
 import { AppError, notFound, validation } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
-import { projectAccess, requireRole, type ProjectAccess } from '../projects/access.js';
+import {
+  lockedProjectAccess,
+  projectAccess,
+  requireRole,
+  type ProjectAccess,
+} from '../projects/access.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { newId } from '../../ids.js';
 import * as repo from './environments.repo.js';
@@ -89,8 +94,6 @@ export function environmentsService(ctx: Pick<AppContext, 'db' | 'clock' | 'list
       projectId: string,
       input: CreateEnvironmentInput,
     ): Promise<EnvironmentObject> {
-      const access = await projectAccess(db, actor.principal, projectId);
-      requireManager(access, 'developer', 'create environments');
       const name = input.name.trim();
       if (!name) throw validation('name', 'required', 'name must not be blank');
       const slug = input.slug ?? slugFromName(name);
@@ -108,7 +111,8 @@ export function environmentsService(ctx: Pick<AppContext, 'db' | 'clock' | 'list
         updated_at: now,
       };
       await db.transaction().execute(async (trx) => {
-        if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
+        const access = await lockedProjectAccess(trx, ctx.db.dialect, actor.principal, projectId);
+        requireManager(access, 'developer', 'create environments');
         if (await repo.slugTaken(trx, projectId, slug)) throw slugTaken(slug);
         await repo.insertEnvironment(trx, row);
         await recordAudit(
@@ -133,11 +137,10 @@ export function environmentsService(ctx: Pick<AppContext, 'db' | 'clock' | 'list
       ref: string,
       input: UpdateEnvironmentInput,
     ): Promise<EnvironmentObject> {
-      const access = await projectAccess(db, actor.principal, projectId);
       const name = input.name?.trim();
       if (name === '') throw validation('name', 'required', 'name must not be blank');
       const updated = await db.transaction().execute(async (trx) => {
-        if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
+        const access = await lockedProjectAccess(trx, ctx.db.dialect, actor.principal, projectId);
         const before = await environmentOf(trx, access, ref);
         requireManager(access, 'developer', 'edit this environment', before.id);
         const slug = input.slug;
@@ -174,9 +177,8 @@ export function environmentsService(ctx: Pick<AppContext, 'db' | 'clock' | 'list
 
     /** Deletes the environment, its secrets with all their versions, and token grants of its key. */
     async remove(actor: Actor, projectId: string, ref: string): Promise<void> {
-      const access = await projectAccess(db, actor.principal, projectId);
       const removed = await db.transaction().execute(async (trx) => {
-        if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
+        const access = await lockedProjectAccess(trx, ctx.db.dialect, actor.principal, projectId);
         const environment = await environmentOf(trx, access, ref);
         requireManager(access, 'admin', 'delete this environment', environment.id);
         await repo.deleteEnvironment(trx, projectId, environment.id);

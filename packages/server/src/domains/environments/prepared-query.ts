@@ -2,8 +2,10 @@ import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 
 /**
- * A query whose SQL is built and compiled once per database handle, for the
- * hottest read paths: each call then only binds its arguments and executes.
+ * A query whose SQL is built and compiled once per SQL dialect, for the
+ * hottest paths: each call then only binds its arguments and executes. Keyed
+ * by the dialect's adapter class, so a transaction (a new handle every time)
+ * reuses the SQL of the database it belongs to.
  * `build` must use its string arguments as values only (never to choose the
  * shape of the query); they are compiled as markers and swapped for the real
  * values on every call, whatever order the compiler put them in.
@@ -11,12 +13,13 @@ import type { Database } from '../../db/schema.js';
 export function preparedQuery<A extends string[], R>(
   build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
 ): (db: Kysely<Database>, ...args: A) => Promise<R[]> {
-  const compiledFor = new WeakMap<
-    Kysely<Database>,
+  const compiledFor = new Map<
+    unknown,
     { sql: string; parameters: readonly unknown[]; argumentAt: number[] }
   >();
   return async (db, ...args) => {
-    let compiled = compiledFor.get(db);
+    const dialect = db.getExecutor().adapter.constructor;
+    let compiled = compiledFor.get(dialect);
     if (!compiled) {
       const markers = args.map((_, i) => `\u0000argument-${i}\u0000`) as A;
       const query = build(db, ...markers).compile();
@@ -25,7 +28,7 @@ export function preparedQuery<A extends string[], R>(
         parameters: query.parameters,
         argumentAt: query.parameters.map((p) => markers.indexOf(p as string)),
       };
-      compiledFor.set(db, compiled);
+      compiledFor.set(dialect, compiled);
     }
     const { sql, parameters, argumentAt } = compiled;
     const values = parameters.map((p, i) => (argumentAt[i]! >= 0 ? args[argumentAt[i]!] : p));

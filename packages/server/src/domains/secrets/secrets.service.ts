@@ -127,20 +127,24 @@ export function secretsService(ctx: SecretsServiceDeps) {
 
   /**
    * The write transaction every secret change shares: locks the project (no
-   * re-key can interleave), bumps the environment's revision (a deleted
-   * environment shows up here as 404), reads the current key epoch, and drops
-   * the cached listings after commit.
+   * re-key, demotion or environment delete can interleave), then resolves the
+   * caller's access on that committed state and requires write access, bumps
+   * the environment's revision, reads the current key epoch, and drops the
+   * cached listings after commit.
    */
   async function write<T>(
-    context: EnvironmentContext,
-    change: (trx: Kysely<Database>, epoch: number) => Promise<T>,
+    actor: Actor,
+    projectId: string,
+    ref: string,
+    change: (trx: Kysely<Database>, context: EnvironmentContext, epoch: number) => Promise<T>,
   ): Promise<T> {
-    const { projectId } = context.access;
-    const environmentId = context.environment.id;
-    const result = await transact(async (trx) => {
+    const { environmentId, result } = await transact(async (trx) => {
       if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
-      if ((await bumpRevision(trx, [environmentId])) === 0) throw notFound('Environment');
-      return change(trx, await repo.vaultEpoch(trx, projectId));
+      const context = await resolveEnvironment(trx, actor.principal, projectId, ref);
+      requireWriter(context);
+      await bumpRevision(trx, [context.environment.id]);
+      const epoch = await repo.vaultEpoch(trx, projectId);
+      return { environmentId: context.environment.id, result: await change(trx, context, epoch) };
     });
     cache.invalidateEnvironments([environmentId]);
     return result;
@@ -239,10 +243,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
       name: string,
       input: PutSecretInput,
     ): Promise<{ secret: SecretObject; created: boolean }> {
-      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
-      requireWriter(context);
-      const environmentId = context.environment.id;
-      return write(context, async (trx, epoch) => {
+      return write(actor, projectId, ref, async (trx, context, epoch) => {
+        const environmentId = context.environment.id;
         const valueEpoch = epochOf(input.value);
         if (valueEpoch !== epoch) throw staleEpoch('value', epoch);
         const existing = await repo.findSecret(trx, environmentId, name);
@@ -293,9 +295,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
 
     /** Deletes a secret with every version of it. */
     async remove(actor: Actor, projectId: string, ref: string, name: string): Promise<void> {
-      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
-      requireWriter(context);
-      await write(context, async (trx) => {
+      await write(actor, projectId, ref, async (trx, context) => {
         const row = await existingSecret(trx, context.environment.id, name);
         await repo.deleteSecrets(trx, [row.id]);
         await recordAudit(
@@ -357,9 +357,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       name: string,
       input: RollbackInput,
     ): Promise<SecretObject> {
-      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
-      requireWriter(context);
-      return write(context, async (trx, epoch) => {
+      return write(actor, projectId, ref, async (trx, context, epoch) => {
         const secret = await existingSecret(trx, context.environment.id, name);
         checkExpectedVersion('expected_version', input.expected_version, secret.version);
         const old = await repo.findVersion(trx, secret.id, input.version);
@@ -430,10 +428,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
         seen.add(name);
       }
 
-      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
-      requireWriter(context);
-      const environmentId = context.environment.id;
-      return write(context, async (trx, epoch) => {
+      return write(actor, projectId, ref, async (trx, context, epoch) => {
+        const environmentId = context.environment.id;
         items.forEach((item, i) => {
           if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
         });
