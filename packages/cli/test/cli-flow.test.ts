@@ -281,6 +281,111 @@ describe('coffer end to end (SQLite)', () => {
     assert.match(yaml, /^"STRIPE_KEY": "sk_test_123"$/m);
   });
 
+  test('environments, history and rollback, roles, and project deletion', async () => {
+    ok(await as(alice, ['envs', 'create', 'QA', '--slug', 'qa']), 'envs create');
+    ok(await as(alice, ['envs', 'rename', 'qa', 'Quality', '--slug', 'quality']), 'envs rename');
+    let envs = JSON.parse(ok(await as(alice, ['envs', 'list', '--json']), 'envs list').stdout) as {
+      slug: string;
+      name: string;
+    }[];
+    assert.deepEqual(envs.find((e) => e.slug === 'quality')?.name, 'Quality');
+    failsWith(await as(alice, ['envs', 'delete', 'quality']), 'confirmation_required');
+    ok(await as(alice, ['envs', 'delete', 'quality', '--yes']), 'envs delete');
+    envs = JSON.parse(
+      ok(await as(alice, ['envs', 'list', '--json']), 'envs list').stdout,
+    ) as typeof envs;
+    assert.ok(!envs.some((e) => e.slug === 'quality'));
+
+    ok(await as(alice, ['secrets', 'set', 'ROTATED', 'first', '--env', 'staging']), 'v1');
+    ok(
+      await as(alice, [
+        'secrets',
+        'set',
+        'ROTATED',
+        'second',
+        '--env',
+        'staging',
+        '--comment',
+        'rotated',
+      ]),
+      'v2',
+    );
+    const versions = JSON.parse(
+      ok(
+        await as(alice, ['secrets', 'history', 'ROTATED', '--env', 'staging', '--json']),
+        'history',
+      ).stdout,
+    ) as { version: number; value?: string }[];
+    assert.deepEqual(
+      versions.map((v) => v.version),
+      [2, 1],
+    );
+    assert.ok(
+      versions.every((v) => v.value === undefined),
+      'no values without --reveal',
+    );
+    const revealed = ok(
+      await as(alice, ['secrets', 'history', 'ROTATED', '--env', 'staging', '--reveal']),
+      'reveal',
+    ).stdout;
+    assert.match(revealed, /^2 .+ second$/m);
+    assert.match(revealed, /^1 .+ first$/m);
+    const rolledBack = JSON.parse(
+      ok(
+        await as(alice, ['secrets', 'rollback', 'ROTATED', '1', '--env', 'staging', '--json']),
+        'rollback',
+      ).stdout,
+    ) as { version: number };
+    assert.equal(rolledBack.version, 3);
+    assert.equal(
+      ok(await as(alice, ['secrets', 'get', 'ROTATED', '--env', 'staging']), 'get').stdout,
+      'first\n',
+    );
+    // A stale --expected-version is refused with the API's conflict code.
+    failsWith(
+      await as(alice, [
+        'secrets',
+        'set',
+        'ROTATED',
+        'x',
+        '--env',
+        'staging',
+        '--expected-version',
+        '1',
+      ]),
+      'version_conflict',
+    );
+
+    ok(
+      await as(alice, ['members', 'invite', 'dave@example.test', '--role', 'viewer']),
+      'invite dave',
+    );
+    ok(await as(alice, ['members', 'set-role', 'dave@example.test', 'developer']), 'set-role');
+    const members = JSON.parse(
+      ok(await as(alice, ['members', 'list', '--status', 'pending', '--json']), 'members').stdout,
+    ) as {
+      user: { email: string };
+      role: string;
+    }[];
+    assert.deepEqual(
+      members.map((m) => [m.user.email, m.role]),
+      [['dave@example.test', 'developer']],
+    );
+    ok(await as(alice, ['members', 'remove', 'dave@example.test']), 'withdraw');
+    // The only admin cannot step down.
+    failsWith(
+      await as(alice, ['members', 'set-role', 'alice@example.test', 'viewer']),
+      'last_admin',
+    );
+
+    const temp = JSON.parse(
+      ok(await as(alice, ['projects', 'create', 'Temporary', '--json']), 'create').stdout,
+    ) as { id: string };
+    failsWith(await as(alice, ['projects', 'delete', 'Temporary']), 'confirmation_required');
+    ok(await as(alice, ['projects', 'delete', 'Temporary', '--yes']), 'projects delete');
+    failsWith(await as(alice, ['envs', 'list', '--project', temp.id]), 'not_found');
+  });
+
   test('a second user signs up from the invitation e-mail, accepts, is granted, and reads', async () => {
     ok(await as(alice, ['members', 'invite', 'bob@example.test', '--role', 'developer']), 'invite');
     const link = await invitationLink(server, 'bob@example.test');
@@ -309,6 +414,26 @@ describe('coffer end to end (SQLite)', () => {
       [projectId],
     );
     ok(await as(bob, ['invitations', 'accept', 'Storefront']), 'accept');
+
+    // An invitation to another project, declined: it is gone from bob's list.
+    ok(await as(alice, ['projects', 'create', 'Side project']), 'second project');
+    ok(
+      await as(alice, [
+        'members',
+        'invite',
+        'bob@example.test',
+        '--role',
+        'viewer',
+        '--project',
+        'Side project',
+      ]),
+      'invite',
+    );
+    ok(await as(bob, ['invitations', 'decline', 'Side project']), 'decline');
+    const left = JSON.parse(
+      ok(await as(bob, ['invitations', 'list', '--json']), 'invitations').stdout,
+    ) as unknown[];
+    assert.equal(left.length, 0);
 
     // Accepted but not granted: bob cannot decrypt yet.
     failsWith(await as(bob, ['secrets', 'get', 'DATABASE_URL']), 'no_grant');
@@ -422,6 +547,14 @@ describe('coffer end to end (SQLite)', () => {
     );
     assert.deepEqual(JSON.parse(withCi.stdout), { STRIPE_KEY: 'sk_test_123' });
 
+    const ciTokens = JSON.parse(
+      ok(await inPipeline(apiKey, ['ci-tokens', 'list', '--json']), 'ci-tokens list').stdout,
+    ) as {
+      id: string;
+      revoked_at: string | null;
+    }[];
+    assert.equal(ciTokens.length, 1);
+
     // Outside its scope the token gets nothing, and a read-only key cannot write.
     const outOfScope = await inPipeline(ciToken, ['run', '--env', 'production', '--', 'true']);
     assert.equal(outOfScope.code, 1, outOfScope.stderr);
@@ -430,6 +563,9 @@ describe('coffer end to end (SQLite)', () => {
       await inPipeline(apiKey, ['secrets', 'set', 'NOPE', 'x', '--env', 'development']),
       'forbidden',
     );
+
+    ok(await inPipeline(apiKey, ['ci-tokens', 'revoke', ciTokens[0]!.id]), 'ci-tokens revoke');
+    failsWith(await inPipeline(ciToken, ['run', '--', 'true']), 'unauthenticated');
 
     // Only the bearer part is not a credential the CLI accepts.
     failsWith(

@@ -24,9 +24,13 @@ export async function ask(question: string, options: { hidden?: boolean } = {}):
   }
 }
 
-/** Raw-mode input without echo; Ctrl-C cancels, backspace edits. */
+/**
+ * Raw-mode input without echo; Ctrl-C cancels, backspace edits. Echo is off
+ * before the prompt is shown, so nothing typed after it can be echoed.
+ */
 function askHidden(question: string): Promise<string> {
   const stdin = process.stdin;
+  stdin.setRawMode(true);
   process.stderr.write(question);
   return new Promise<string>((resolve, reject) => {
     let answer = '';
@@ -47,7 +51,6 @@ function askHidden(question: string): Promise<string> {
         else if (ch >= ' ') answer += ch;
       }
     };
-    stdin.setRawMode(true);
     stdin.resume();
     stdin.on('data', onData);
   });
