@@ -178,14 +178,19 @@ export class Context {
     return ref;
   }
 
+  /** A client for a stored session, on the server and with the CA it was created with. */
+  sessionClient(session: StoredSession): Promise<CofferClient> {
+    return this.makeClient({ session: session.cookie }, session.server, session.caFile);
+  }
+
   private async makeClient(
     credential: { session: string } | { bearer: string } | undefined,
+    server = this.server(),
+    caFile = this.caFile(),
   ): Promise<CofferClient> {
-    const server = this.server();
-    const fetchImpl = await transportFetch(this.caFile());
     return new CofferClient({
       baseUrl: server,
-      fetch: fetchImpl,
+      fetch: await transportFetch(caFile),
       userAgent: USER_AGENT,
       ...(credential ? { credential } : {}),
     });

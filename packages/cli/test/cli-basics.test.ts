@@ -1,7 +1,7 @@
 // The binary's contract without a working server: help, usage errors (exit 2),
 // one-line errors (exit 1), and the refusals that protect credentials.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { buildOnce, runCli, tempDir } from './support/harness.js';
@@ -149,6 +149,23 @@ describe('coffer without a server', () => {
     assertOneLineError(r.stderr, 'insecure_session_file');
     assert.match(r.stderr, /0644/);
     assert.ok(r.stderr.includes(file));
+  });
+
+  test('logout removes the session file even when it cannot be used or the server is away', async () => {
+    const open = bareEnv();
+    const openFile = writeFakeSession(open.HOME, open.COFFER_SERVER, 0o644);
+    const r1 = await runCli(['logout'], { env: open });
+    assert.equal(r1.code, 0, r1.stderr);
+    assert.equal(existsSync(openFile), false);
+
+    const away = bareEnv();
+    const awayFile = writeFakeSession(away.HOME, away.COFFER_SERVER, 0o600);
+    const r2 = await runCli(['logout', '--json'], {
+      env: { ...away, COFFER_SERVER: 'https://127.0.0.1:2' },
+    });
+    assert.equal(r2.code, 0, r2.stderr);
+    assert.deepEqual(JSON.parse(r2.stdout), { logged_out: true, ended_on_server: false });
+    assert.equal(existsSync(awayFile), false);
   });
 
   test('server down: a network error in one line, exit 1', async () => {

@@ -4,7 +4,7 @@ import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printLine } from '../cli/output.js';
 import { ask, interactive, readPasswordFromStdin } from '../cli/prompt.js';
 import { Context } from '../context.js';
-import { deleteSession, sessionPath } from '../session-store.js';
+import { deleteSession, readSession, sessionPath, type StoredSession } from '../session-store.js';
 
 /** The shortest password the CLI accepts at sign-up (the server never sees it, so the client checks). */
 const MIN_PASSWORD_LENGTH = 10;
@@ -118,30 +118,37 @@ const logout: Command = {
   summary: 'end the session on the server and delete it from this machine',
   async run({ values }) {
     const ctx = new Context(values);
-    const session = ctx.session;
+    let session: StoredSession | null;
+    try {
+      session = readSession();
+    } catch (err) {
+      // An unusable file (too open, corrupt) is exactly what logging out should remove.
+      if (!(err instanceof CliError) || !deleteSession()) throw err;
+      if (ctx.json) printJson({ logged_out: true, ended_on_server: false });
+      else note(`Deleted ${sessionPath()} without using it (${err.message.split(':')[0]}).`);
+      return;
+    }
     if (!session) {
       if (ctx.json) printJson({ logged_out: false });
       else note('Not logged in.');
       return;
     }
+    let ended = true;
     try {
-      const client = await ctx.userClient();
-      await logOut(client);
+      await logOut(await ctx.sessionClient(session));
     } catch (err) {
       // The local copy goes regardless: a session the server already ended or
       // cannot be reached about must not stay on disk.
-      if (!(
-        isCofferApiError(err) ||
-        (err instanceof Error && err.name === 'CofferNetworkError') ||
-        err instanceof CliError
-      ))
-        throw err;
+      const expected =
+        isCofferApiError(err) || (err instanceof Error && err.name === 'CofferNetworkError');
+      if (!expected) throw err;
+      ended = false;
       note(
         `coffer: the server could not end the session (${err.message}); deleting it locally anyway`,
       );
     }
     deleteSession();
-    if (ctx.json) printJson({ logged_out: true });
+    if (ctx.json) printJson({ logged_out: true, ended_on_server: ended });
     else note(`Logged out of ${session.server}.`);
   },
 };
