@@ -51,14 +51,11 @@ export async function resolveEnvironmentWith<R extends EnvironmentWithMembership
   projectId: string,
   find: (userId: string) => Promise<R | undefined>,
 ): Promise<{ context: EnvironmentContext; row: R }> {
-  if (!principal) throw new AppError('unauthenticated', 'Authentication required');
-  if (principal.kind !== 'session' && principal.projectId !== projectId) {
-    throw notFound('Project');
-  }
-  const row = await find(principal.userId);
+  const caller = callerIn(principal, projectId);
+  const row = await find(caller.userId);
   if (!row) {
     // Tell a non-member "no such project" before telling a member "no such environment".
-    await projectAccess(db, principal, projectId);
+    await projectAccess(db, caller, projectId);
     throw notFound('Environment');
   }
   if (row.member_role === null) throw notFound('Project');
@@ -71,11 +68,23 @@ export async function resolveEnvironmentWith<R extends EnvironmentWithMembership
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-  const access = accessOf(principal, projectId, row.member_role);
+  const access = accessOf(caller, projectId, row.member_role);
   return {
     context: { environment, access, scope: environmentAccess(access, environment.id) },
     row,
   };
+}
+
+/**
+ * The checks that need no query: a caller is authenticated, and a token only
+ * ever reaches its own project (404 otherwise). Writers run it before locking.
+ */
+export function callerIn(principal: Principal | null, projectId: string): Principal {
+  if (!principal) throw new AppError('unauthenticated', 'Authentication required');
+  if (principal.kind !== 'session' && principal.projectId !== projectId) {
+    throw notFound('Project');
+  }
+  return principal;
 }
 
 /** The same access `projectAccess` would resolve, from a membership row fetched with other data. */

@@ -13,6 +13,7 @@ import {
   type AuditEntry,
 } from '../audit/audit.js';
 import {
+  callerIn,
   requireReader,
   requireWriter,
   resolveEnvironment,
@@ -138,6 +139,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
     ref: string,
     change: (trx: Kysely<Database>, context: EnvironmentContext, epoch: number) => Promise<T>,
   ): Promise<T> {
+    callerIn(actor.principal, projectId); // strangers never take the project's lock
     const { environmentId, result } = await transact(async (trx) => {
       if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
       const context = await resolveEnvironment(trx, actor.principal, projectId, ref);
