@@ -15,7 +15,7 @@ import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printTable, shortTime } from '../cli/output.js';
 import { confirm, interactive } from '../cli/prompt.js';
 import { Context } from '../context.js';
-import { allPages } from '../resolve.js';
+import { allPages, resolveId } from '../resolve.js';
 import { inProject } from '../scope.js';
 
 const ROLES = ['admin', 'developer', 'viewer'] as const;
@@ -227,22 +227,14 @@ const decline: Command = {
   },
 };
 
-async function invitationId(client: CofferClient, ref: string): Promise<string> {
-  if (ref.startsWith('mbr_')) return ref;
-  const wanted = ref.trim().toLowerCase();
-  const items = await allPages((page, per_page) => listInvitations(client, { page, per_page }));
-  const matches = items.filter(
-    (i) => i.project.name.toLowerCase() === wanted || i.project.id === ref,
+/** An invitation by its id (`mbr_…`), its project's name or its project's id. */
+const invitationId = (client: CofferClient, ref: string) =>
+  resolveId(
+    ref,
+    'mbr_',
+    'pending invitation',
+    () => allPages((page, per_page) => listInvitations(client, { page, per_page })),
+    (i) => [i.project.name, i.project.id],
   );
-  if (matches.length !== 1) {
-    throw new CliError(
-      'not_found',
-      matches.length
-        ? `several invitations match "${ref}": use the id`
-        : `no pending invitation for "${ref}"`,
-    );
-  }
-  return matches[0]!.id;
-}
 
 export const commands: Command[] = [list, invite, setRole, remove, invitations, accept, decline];
