@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { connect } from 'node:tls';
 import * as selfsigned from 'selfsigned';
 import { send, startServerProcess, type ServerProcess } from './server-process.js';
 
@@ -94,6 +95,29 @@ describe('HTTPS with a generated certificate (real process)', () => {
     });
     assert.equal(followed.status, 200, followed.body);
     assert.ok((followed.json as { data: { kdf_params: unknown } }).data.kdf_params);
+  });
+
+  it('bytes that are not HTTP, or oversized headers, still get a Form A error body', async () => {
+    const { port } = new URL(server.url);
+    const raw = (payload: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(
+          { host: '127.0.0.1', port: Number(port), ca, servername: 'localhost' },
+          () => socket.write(payload),
+        );
+        let answer = '';
+        socket.on('data', (c: Buffer) => (answer += c.toString()));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', (err) => (answer ? resolve(answer) : reject(err)));
+      });
+    const garbage = await raw('HELLO THERE\r\n\r\n');
+    assert.match(garbage, /^HTTP\/1\.1 400 /);
+    assert.match(garbage, /\{"error":\{"code":"validation_error","message":"[^"]+"\}\}$/);
+    const huge = await raw(
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
+    assert.match(huge, /^HTTP\/1\.1 431 /);
+    assert.match(huge, /"code":"validation_error"/);
   });
 
   it('reuses the certificate on the next start', async () => {
