@@ -248,7 +248,7 @@ export async function reachable(url: string): Promise<boolean> {
  * locally, a failure where the services are required (`COFFER_REQUIRE_SERVICES=1`, CI).
  */
 export function serviceMissing(what: string): void {
-  const message = `${what} is not reachable`;
+  const message = `${what} is not available`;
   if (process.env.COFFER_REQUIRE_SERVICES === '1') {
     throw new Error(`${message}, and COFFER_REQUIRE_SERVICES=1 requires it`);
   }
