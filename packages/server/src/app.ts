@@ -109,6 +109,17 @@ function loggerOptions(config: Config, custom: AppDeps['logger']): FastifyServer
   } as FastifyServerOptions['logger'];
 }
 
+/**
+ * Request ids: a random per-app prefix and a counter. Unique across instances
+ * and restarts without a call into the CSPRNG on every request (they are
+ * correlation ids, not secrets).
+ */
+function requestIds(): () => string {
+  const prefix = randomBytes(6).toString('base64url');
+  let counter = 0;
+  return () => `req_${prefix}${(counter++).toString(36).padStart(6, '0')}`;
+}
+
 /** Builds the Fastify app with every convention and domain registered. Never listens. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
@@ -123,7 +134,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     logger: loggerOptions(config, deps.logger),
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
-    genReqId: () => `req_${randomBytes(12).toString('base64url')}`,
+    genReqId: requestIds(),
     // During shutdown a request that arrives on a kept-alive connection is still
     // served (with `Connection: close`) by the normal pipeline, so it gets a Form A
     // body rather than Fastify's own 503.
