@@ -57,12 +57,6 @@ for (const dialect of DIALECTS) {
       developer = await newUser(server);
       projectId = (await createProjectWithVault(admin.client, admin.keys, { name: 'Shop' })).id;
       const adminVault = await openVault(admin.client, projectId, admin.keys);
-      // Stands for the invitation link that proves the address (tests without a mailbox).
-      await server.t.testDb.db.kysely
-        .updateTable('users')
-        .set({ email_verified: 1 })
-        .where('id', '=', developer.id)
-        .execute();
       await join(admin, developer, projectId, 'developer');
       await grantMember(adminVault, developer.id);
       adminScope = { client: admin.client, projectId, keys: adminVault };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import {
   CofferClient,
+  acceptInvitation,
   apiPath,
   decryptSecretValue,
   encryptSecretValue,
@@ -11,6 +12,8 @@ import {
 } from '../src/index.js';
 import { startTestApp, type TestApp, type TestClock } from '../../server/test/support/app.js';
 import type { DialectName } from '../../server/src/db/database.js';
+import { eventually, invitationTokenIn } from '../../server/test/members/fixtures.js';
+import { outboxMails } from '../../server/test/members/smtp.js';
 
 // The SDK's vault operations against the REAL server: the test app of the server
 // package, listening on a local port, reached over HTTP by the SDK's client.
@@ -39,9 +42,15 @@ export interface Member {
   id: string;
   email: string;
   keys: UserKeys;
+  /** The e-mails delivered to this user (the server's `$DATA_DIR/outbox`, as there is no SMTP). */
+  mailbox: () => Promise<{ text: string }[]>;
 }
 
-/** Signs up through the SDK (cheap Argon2id, which the test server accepts). */
+/**
+ * Signs up through the SDK (cheap Argon2id, which the test server accepts),
+ * without an invitation: the address stays unverified until an invitation is
+ * accepted with the token from its e-mail (see `join`).
+ */
 export async function newUser(server: Server): Promise<Member> {
   const client = new CofferClient({ baseUrl: server.baseUrl });
   const email = `vault-${randomBytes(5).toString('hex')}@example.test`;
@@ -51,10 +60,17 @@ export async function newUser(server: Server): Promise<Member> {
     password: `pw-${randomBytes(8).toString('hex')}`,
     kdfCost: { ops_limit: 2, mem_limit_kib: 8192 },
   });
-  return { client, id: user.id, email, keys };
+  const mailbox = async () =>
+    (await outboxMails(server.t.config.dataDir)).filter((m) =>
+      m.raw.split(/\r?\n/).includes(`To: ${email}`),
+    );
+  return { client, id: user.id, email, keys, mailbox };
 }
 
-/** Invites `member` with `role` as `admin`, and accepts as the member. */
+/**
+ * Invites `member` with `role` as `admin`, and accepts as the member does:
+ * with the token of the invitation e-mail, which proves their address.
+ */
 export async function join(
   admin: Member,
   member: Member,
@@ -66,7 +82,11 @@ export async function join(
     apiPath`/v1/projects/${projectId}/members`,
     { body: { email: member.email, role } },
   );
-  await member.client.request('POST', apiPath`/v1/invitations/${invited.id}/accept`);
+  const token = await eventually(
+    async () => invitationTokenIn(await member.mailbox(), invited.id),
+    `the invitation e-mail to ${member.email}`,
+  );
+  await acceptInvitation(member.client, invited.id, token);
   return invited.id;
 }
 

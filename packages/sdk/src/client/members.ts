@@ -83,7 +83,7 @@ export const listMembers = (
 ): Promise<Page<MemberListItem>> =>
   client.requestPage<MemberListItem>('GET', membersPath(projectId), { query: { ...query } });
 
-/** Admins. An address without an account receives a sign-up link by e-mail. `409 already_member` if pending or active. */
+/** Admins. The invitee receives a link with a one-time token by e-mail (sign-up link for an address without an account). `409 already_member` if pending or active. */
 export const inviteMember = (
   client: CofferClient,
   projectId: string,
@@ -116,8 +116,22 @@ export const listInvitations = (
 ): Promise<Page<Invitation>> =>
   client.requestPage<Invitation>('GET', '/v1/invitations', { query: { ...query } });
 
-export const acceptInvitation = (client: CofferClient, memberId: string): Promise<AcceptedMember> =>
-  client.request<AcceptedMember>('POST', apiPath`/v1/invitations/${memberId}/accept`);
+/**
+ * Accepts an invitation. `token` is the one from the invitation e-mail's
+ * `/invite?token=…` link: required while the user's e-mail address is
+ * unverified (`403 forbidden`, details `token`/`required` without it), and it
+ * then verifies the address; a verified user may leave it out.
+ */
+export const acceptInvitation = (
+  client: CofferClient,
+  memberId: string,
+  token?: string,
+): Promise<AcceptedMember> =>
+  client.request<AcceptedMember>(
+    'POST',
+    apiPath`/v1/invitations/${memberId}/accept`,
+    token !== undefined ? { body: { token } } : {},
+  );
 
 export const declineInvitation = (client: CofferClient, memberId: string): Promise<void> =>
   client.request<void>('POST', apiPath`/v1/invitations/${memberId}/decline`);

@@ -79,6 +79,18 @@ export async function invite(
   );
 }
 
+/**
+ * The token of invitation `memberId`, read as its invitee would: from the
+ * `/invite?token=…` link of the e-mail that names this invitation.
+ */
+export function invitationTokenIn(
+  mails: readonly { text: string }[],
+  memberId: string,
+): string | undefined {
+  const mail = mails.find((m) => m.text.includes(memberId));
+  return mail && /\/invite\?token=([A-Za-z0-9_-]{43})/.exec(mail.text)?.[1];
+}
+
 /** A new user who is invited with `role` and accepts: an active member. */
 export async function addMember(
   t: TestApp,

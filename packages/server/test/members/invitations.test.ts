@@ -16,6 +16,7 @@ import {
   dataOf,
   errorOf,
   eventually,
+  invitationTokenIn,
   invite,
 } from './fixtures.js';
 import { startSmtpServer, type TestSmtpServer } from './smtp.js';
@@ -100,6 +101,10 @@ for (const dialect of DIALECTS) {
       assert.ok(link, `the e-mail carries an invitation link: ${mail.text}`);
       assert.ok(link[1]!.startsWith(`${t.config.publicUrl}/invite?token=`));
       const token = link[2]!;
+      assert.ok(
+        mail.text.includes(`coffer invitations accept ${String(invited.id)}`),
+        'the e-mail names the invitation',
+      );
       assert.equal(hashToken(token), stored.invitation_token_hash);
 
       const newcomer = await signUp(t, { email, invitationToken: token });
@@ -165,9 +170,9 @@ for (const dialect of DIALECTS) {
       assert.equal(byAction['member.invited']?.credential_kind, 'session');
       assert.equal(byAction['invitation.accepted']?.actor_id, newcomer.id);
       assert.ok(byAction['invitation.accepted']?.request_id);
-      assert.deepEqual(JSON.parse(byAction['invitation.accepted']!.data).after, {
-        status: 'active',
-      });
+      const acceptedData = JSON.parse(byAction['invitation.accepted']!.data);
+      assert.deepEqual(acceptedData.after, { status: 'active' });
+      assert.equal(acceptedData.email_verified_by_token, false, 'sign-up already proved it');
 
       const outbox = await eventually(
         async () =>
@@ -179,7 +184,7 @@ for (const dialect of DIALECTS) {
       assert.ok(!outbox.payload.includes(token), 'the delivered body (with its token) is dropped');
     });
 
-    it('an existing user is notified by e-mail without a sign-up token', async () => {
+    it('an existing user’s e-mail also carries a one-time token for this invitation, and the CLI command', async () => {
       const admin = await signUp(t);
       const bob = await signUp(t, { name: 'Bob' });
       const project = await createProject(t, admin);
@@ -190,10 +195,22 @@ for (const dialect of DIALECTS) {
         .select('invitation_token_hash')
         .where('id', '=', invited.id)
         .executeTakeFirstOrThrow();
-      assert.equal(stored.invitation_token_hash, null);
       const mail = await mailTo(bob.email);
-      assert.doesNotMatch(mail.text, /token=/);
-      assert.match(mail.text, /invitations/);
+      const token = invitationTokenIn([mail], invited.id);
+      assert.ok(token, `the e-mail names the invitation and carries its link: ${mail.text}`);
+      assert.ok(mail.text.includes(`${t.config.publicUrl}/invite?token=${token}`), mail.text);
+      assert.ok(
+        mail.text.includes(`coffer invitations accept ${invited.id} --token ${token}`),
+        mail.text,
+      );
+      assert.equal(hashToken(token), stored.invitation_token_hash, 'only the hash is stored');
+      const events = await db()
+        .selectFrom('audit_events')
+        .select('data')
+        .where('action', '=', 'member.invited')
+        .where('target_id', '=', invited.id)
+        .execute();
+      assert.equal(JSON.parse(events[0]!.data).new_account, false);
     });
 
     it('only the invited user can accept or decline; others get 404, tokens 403', async () => {

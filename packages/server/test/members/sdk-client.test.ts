@@ -20,6 +20,8 @@ import {
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail, type TestUser } from '../support/users.js';
+import { eventually, invitationTokenIn } from './fixtures.js';
+import { outboxMails } from './smtp.js';
 
 /**
  * The SDK's projects and members calls against the real server over HTTP
@@ -42,7 +44,8 @@ for (const dialect of DIALECTS) {
 
     it('manages a project and its members end to end through the SDK', async () => {
       const ada = await signUp(t, { name: 'Ada' });
-      const bob = await signUp(t, { name: 'Bob' });
+      // Bob's address is unproven until he accepts with the e-mailed token.
+      const bob = await signUp(t, { name: 'Bob', emailVerified: false });
       const admin = clientOf(ada);
       const invitee = clientOf(bob);
 
@@ -72,7 +75,17 @@ for (const dialect of DIALECTS) {
         invitations.data.map((i) => [i.id, i.project.name, i.invited_by.id]),
         [[invited.id, 'SDK project', ada.id]],
       );
-      const accepted = await acceptInvitation(invitee, invited.id);
+      await assert.rejects(
+        acceptInvitation(invitee, invited.id),
+        (err: unknown) =>
+          isCofferApiError(err, 'forbidden') &&
+          err.details.some((d) => d.field === 'token' && d.issue === 'required'),
+      );
+      const token = await eventually(
+        async () => invitationTokenIn(await outboxMails(t.config.dataDir), invited.id),
+        'the invitation e-mail in the outbox',
+      );
+      const accepted = await acceptInvitation(invitee, invited.id, token);
       assert.equal(accepted.status, 'active');
 
       const pending = await listMembers(admin, project.id, { status: 'pending' });

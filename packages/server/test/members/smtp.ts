@@ -1,4 +1,6 @@
+import { readFile, readdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 
 export interface ReceivedMail {
@@ -60,6 +62,17 @@ export async function startSmtpServer(options: { refuseFirst?: number } = {}) {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
   return smtp;
+}
+
+/**
+ * The messages the outbox worker wrote to `$DATA_DIR/outbox/*.eml` (no
+ * `SMTP_URL`), parsed: the mailbox of every test server without SMTP.
+ */
+export async function outboxMails(dataDir: string): Promise<ReturnType<typeof parseMail>[]> {
+  const dir = join(dataDir, 'outbox');
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const files = names.filter((name) => name.endsWith('.eml'));
+  return Promise.all(files.map(async (name) => parseMail(await readFile(join(dir, name), 'utf8'))));
 }
 
 /** The parts of an RFC 5322 message these tests read (also for `.eml` files). */

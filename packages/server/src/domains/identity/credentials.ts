@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { AppContext } from '../../app.js';
 import type { Db } from '../../db/database.js';
@@ -7,6 +7,21 @@ import type { CredentialResolver, Principal, Resolution, Scopes } from '../../ht
 /** SHA-256 hex of a bearer or session token: what the database stores instead of the token. */
 export const hashToken = (token: string): string =>
   createHash('sha256').update(token).digest('hex');
+
+/** Compared against when there is no stored hash, so a missing row costs the same work. */
+const DUMMY_HASH = hashToken(randomBytes(32).toString('base64url'));
+
+/**
+ * Constant-time comparison of a presented key or token with a stored hash
+ * (both SHA-256 hex); false when nothing is stored.
+ */
+export function matchesHash(presentedKey: string, storedHash: string | null | undefined): boolean {
+  const presented = Buffer.from(hashToken(presentedKey), 'hex');
+  const stored = Buffer.from(storedHash ?? DUMMY_HASH, 'hex');
+  return (
+    stored.length === presented.length && timingSafeEqual(presented, stored) && storedHash != null
+  );
+}
 
 const INVALID: Resolution = {
   error: 'unauthenticated',

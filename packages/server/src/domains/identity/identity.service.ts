@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { DEFAULT_KDF_PARAMS } from '@coffer/sdk';
 import type { AppContext } from '../../app.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
@@ -6,7 +6,7 @@ import { newId } from '../../ids.js';
 import { paginationOf } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { forgetCredential, forgetSessionsOfUser, hashToken } from './credentials.js';
+import { forgetCredential, forgetSessionsOfUser, hashToken, matchesHash } from './credentials.js';
 import * as repo from './identity.repo.js';
 import type {
   ChangePasswordBody,
@@ -41,18 +41,6 @@ const BAD_LOGIN = () =>
   new AppError('unauthenticated', 'The e-mail address or password is incorrect');
 const BAD_RECOVERY = () =>
   new AppError('unauthenticated', 'The e-mail address or recovery key is incorrect');
-/** Compared against when there is no stored hash, so unknown e-mails cost the same. */
-const DUMMY_HASH = hashToken(randomBytes(32).toString('base64url'));
-
-/** Constant-time comparison of a presented key with a stored hash (both SHA-256 hex). */
-function matchesHash(presentedKey: string, storedHash: string | null | undefined): boolean {
-  const presented = Buffer.from(hashToken(presentedKey), 'hex');
-  const stored = Buffer.from(storedHash ?? DUMMY_HASH, 'hex');
-  return (
-    stored.length === presented.length && timingSafeEqual(presented, stored) && storedHash != null
-  );
-}
-
 export interface Requester {
   ip: string | null;
   userAgent: string | null;

@@ -116,3 +116,25 @@ export async function revokeLapsedInvitation(
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
+
+/** Whether the user has proven their e-mail address (an invitation link at sign-up or acceptance). */
+export async function isEmailVerified(db: Kysely<Database>, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('users')
+    .select('email_verified')
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  return row?.email_verified === 1;
+}
+
+export async function markEmailVerified(
+  db: Kysely<Database>,
+  userId: string,
+  at: string,
+): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ email_verified: 1, updated_at: at })
+    .where('id', '=', userId)
+    .execute();
+}

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
@@ -7,6 +7,7 @@ import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../projects/no-body.js';
 import { expireLapsedInvitations } from './expiry.js';
 import {
+  AcceptInvitationBody,
   AcceptedMemberResponse,
   InvitationListResponse,
   InvitationParams,
@@ -15,6 +16,11 @@ import {
 import { invitationsService } from './invitations.service.js';
 
 const tags = ['invitations'];
+
+/** The accept body is optional: a POST without one is validated as `{}`. */
+async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined) request.body = {};
+}
 
 /** Reads apply expiry lazily; the sweep keeps stored statuses honest for everything else. */
 const SWEEP_INTERVAL_MS = 60_000;
@@ -58,17 +64,19 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
   r.post(
     '/invitations/:member_id/accept',
     {
-      preValidation: refuseBodyFields,
+      preValidation: absentBodyIsEmpty,
       schema: {
         tags,
         summary: 'Accept an invitation',
         description:
-          'Only the invited user, while the invitation is pending and unexpired (404 otherwise). The member becomes `active` with `joined_at` set; an admin then grants them the vault key.',
+          'Only the invited user, while the invitation is pending and unexpired (404 otherwise). The member becomes `active` with `joined_at` set; an admin then grants them the vault key. The body is optional: `{ "token": "…" }`, the token of the invitation e-mail\'s `/invite?token=…` link. While your e-mail address is unverified (`email_verified: false` in `GET /v1/me`: signed up without an invitation link), the token is required and proves the address: without it `403 forbidden` with details `token`/`required`, a token of another invitation `403 forbidden` `token`/`invalid`; a valid one marks the address verified. A verified user may omit it; a token that is sent must still match.',
         params: InvitationParams,
+        body: AcceptInvitationBody,
         response: { 200: AcceptedMemberResponse },
       },
     },
-    async (request) => ok(await invitations.accept(actorOf(request), request.params.member_id)),
+    async (request) =>
+      ok(await invitations.accept(actorOf(request), request.params.member_id, request.body.token)),
   );
 
   r.post(
@@ -79,7 +87,7 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
         tags,
         summary: 'Decline an invitation',
         description:
-          'Only the invited user, while the invitation is pending (404 otherwise). The member becomes `revoked`; an admin may invite the user again.',
+          'Only the invited user, while the invitation is pending (404 otherwise). No body and no token: declining harms no one. The member becomes `revoked`; an admin may invite the user again.',
         params: InvitationParams,
         response: { 204: Type.Null({ description: 'Declined' }) },
       },

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { listQuerySchema } from '../../http/pagination.js';
 import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
 import { StatusSchema, UserRefSchema } from '../members/members.schemas.js';
@@ -38,6 +38,22 @@ export const InvitationParams = Type.Object(
   { member_id: Type.String({ description: 'Member id of the invitation, `mbr_…`' }) },
   { additionalProperties: false },
 );
+
+/** Optional: a POST without a body is the same as `{}`. */
+export const AcceptInvitationBody = Type.Object(
+  {
+    token: Type.Optional(
+      Type.String({
+        minLength: 16,
+        maxLength: 200,
+        description:
+          'The one-time token from the invitation e-mail (the `token` of its `/invite?token=…` link). Required while your e-mail address is unverified; proves it.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AcceptInvitationBody = Static<typeof AcceptInvitationBody>;
 
 export const ListInvitationsQuery = listQuerySchema(INVITATION_SORTS, {});
 

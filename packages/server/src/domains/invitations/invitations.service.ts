@@ -6,6 +6,7 @@ import { AppError } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
+import { matchesHash } from '../identity/credentials.js';
 import { findMemberOfUser, updateMember, type MemberWithUser } from '../members/members.repo.js';
 import { userRef } from '../members/members.service.js';
 import { requireSession } from '../projects/access.js';
@@ -13,17 +14,57 @@ import { expireLapsedInvitations, hasLapsed } from './expiry.js';
 import {
   countOpenInvitations,
   listOpenInvitations,
+  isEmailVerified,
+  markEmailVerified,
   type InvitationRow,
   type InvitationSort,
 } from './invitations.repo.js';
 
 type Deps = Pick<AppContext, 'db' | 'clock'>;
 
+/** Runs inside the answer's transaction before the member changes; returns extra audit data. */
+type Precondition = (
+  trx: Kysely<Database>,
+  member: MemberWithUser,
+  at: string,
+) => Promise<Record<string, unknown>>;
+
 const noInvitation = () =>
   new AppError(
     'not_found',
     'No pending invitation with this id for you (it may have expired, been declined or withdrawn)',
   );
+
+/**
+ * Joining a project needs a proven e-mail address. Under `SIGNUP_POLICY=open`
+ * anyone can sign up with an address they do not own (even filling the
+ * account an invitation created), so an unverified account must present the
+ * invitation's token, which only that mailbox received; a valid one proves
+ * the address. A token that is sent must match, verified account or not.
+ */
+const proveAddress =
+  (token: string | undefined): Precondition =>
+  async (trx, member, at) => {
+    if (token !== undefined && !matchesHash(token, member.invitation_token_hash)) {
+      throw new AppError(
+        'forbidden',
+        'The invitation token does not belong to this invitation; use the link from its e-mail',
+        [{ field: 'token', issue: 'invalid' }],
+      );
+    }
+    if (await isEmailVerified(trx, member.user_id)) return { email_verified_by_token: false };
+    if (token === undefined) {
+      throw new AppError(
+        'forbidden',
+        'Your e-mail address is not confirmed yet: accept with the link from the invitation e-mail, which confirms it (or send its token)',
+        [{ field: 'token', issue: 'required' }],
+      );
+    }
+    await markEmailVerified(trx, member.user_id, at);
+    return { email_verified_by_token: true };
+  };
+
+const noPrecondition: Precondition = async () => ({});
 
 /** The invited user's side: see, accept and decline invitations. Signed-in users only. */
 export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps) {
@@ -35,6 +76,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
     actor: Actor,
     memberId: string,
     outcome: { status: MemberTable['status']; action: string },
+    precondition: Precondition,
   ): Promise<MemberWithUser> {
     const principal = requireSession(actor.principal, 'answer invitations');
     const now = clock.now();
@@ -46,6 +88,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
       const member = await findMemberOfUser(trx, memberId, principal.userId);
       if (!member || member.status !== 'pending' || hasLapsed(member, now)) throw noInvitation();
       const at = now.toISOString();
+      const proof = await precondition(trx, member, at);
       const joinedAt = outcome.status === 'active' ? at : null;
       await updateMember(trx, member.id, {
         status: outcome.status,
@@ -66,6 +109,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
             role: member.role,
             before: { status: 'pending' },
             after: { status: outcome.status },
+            ...proof,
           },
         },
         now,
@@ -86,12 +130,18 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
       return { items: rows.map(toInvitation), pagination: paginationOf(params, total) };
     },
 
-    /** pending → active, `joined_at` set. An admin then grants the vault key to the new member. */
-    async accept(actor: Actor, memberId: string) {
-      const member = await answer(actor, memberId, {
-        status: 'active',
-        action: 'invitation.accepted',
-      });
+    /**
+     * pending → active, `joined_at` set; an unverified caller needs the
+     * invitation's token (see `proveAddress`). An admin then grants the vault
+     * key to the new member.
+     */
+    async accept(actor: Actor, memberId: string, token?: string) {
+      const member = await answer(
+        actor,
+        memberId,
+        { status: 'active', action: 'invitation.accepted' },
+        proveAddress(token),
+      );
       return {
         id: member.id,
         project_id: member.project_id,
@@ -102,9 +152,14 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
       };
     },
 
-    /** pending → revoked; the project's admins may invite the user again. */
+    /** pending → revoked; the project's admins may invite the user again. Needs no token: declining harms no one. */
     async decline(actor: Actor, memberId: string): Promise<void> {
-      await answer(actor, memberId, { status: 'revoked', action: 'invitation.declined' });
+      await answer(
+        actor,
+        memberId,
+        { status: 'revoked', action: 'invitation.declined' },
+        noPrecondition,
+      );
     },
   };
 }

@@ -33,7 +33,7 @@ export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Prom
         tags,
         summary: 'Invite a member',
         description:
-          'Admins only. Creates a `pending` member and e-mails the invitee; an address without an account gets a one-time sign-up link and a user id right away (name = the part of the e-mail before "@" until they sign up). `409 already_member` if the user is already a pending or active member; a declined or expired (`revoked`) invitation can be renewed this way.',
+          'Admins only. Creates a `pending` member and e-mails the invitee a link with a one-time token (`/invite?token=…`), which only that mailbox receives: signing up with it, or accepting with it, proves the address (an unverified account cannot accept without it). An address without an account gets a user id right away (name = the part of the e-mail before "@" until they sign up). `409 already_member` if the user is already a pending or active member; a declined or expired (`revoked`) invitation can be renewed this way.',
         params: ProjectParams,
         body: InviteBody,
         response: { 201: InvitedMemberResponse },

@@ -84,9 +84,10 @@ export function membersService(ctx: Deps) {
   return {
     /**
      * Invites an e-mail address. An address without an account gets an
-     * `invited` user (a real `usr_` id, kept at sign-up) and a one-time
-     * sign-up token; everyone gets an e-mail through the outbox, written in
-     * the same transaction.
+     * `invited` user (a real `usr_` id, kept at sign-up). Every invitation
+     * gets a one-time token, sent only in the e-mail (through the outbox,
+     * written in the same transaction): it proves the address at sign-up, or
+     * at acceptance for an account whose address is not yet proven.
      */
     async invite(actor: Actor, projectId: string, input: { email: string; role: Role }) {
       const email = normalizeEmail(input.email);
@@ -119,7 +120,8 @@ export function membersService(ctx: Deps) {
           await deleteMember(trx, existing.id);
         }
 
-        const token = user.status === 'invited' ? randomBytes(32).toString('base64url') : null;
+        const newAccount = user.status === 'invited';
+        const token = randomBytes(32).toString('base64url');
         const member = {
           id: newId('member'),
           project_id: projectId,
@@ -128,7 +130,7 @@ export function membersService(ctx: Deps) {
           status: 'pending' as const,
           invited_at: at,
           invited_by: access.userId,
-          invitation_token_hash: token ? hashToken(token) : null,
+          invitation_token_hash: hashToken(token),
           invitation_expires_at: expiresAt.toISOString(),
           joined_at: null,
           created_at: at,
@@ -142,12 +144,14 @@ export function membersService(ctx: Deps) {
           trx,
           invitationMail({
             to: user.email,
+            memberId: member.id,
             projectName: project?.name ?? projectId,
             inviterName: inviter?.name ?? 'A Coffer admin',
             role: input.role,
             expiresAt: member.invitation_expires_at,
             publicUrl: config.publicUrl,
             token,
+            newAccount,
           }),
           now,
         );
@@ -162,7 +166,7 @@ export function membersService(ctx: Deps) {
             data: {
               user_id: user.id,
               email: user.email,
-              new_account: token !== null,
+              new_account: newAccount,
               before: existing ? { role: existing.role, status: 'revoked' } : null,
               after: { role: member.role, status: member.status },
             },
