@@ -11,6 +11,7 @@ import {
 } from './http/rate-limit.js';
 import { createRedirectServer, loadTls } from './http/tls.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
+import { shareCredentialInvalidation } from './domains/identity/credentials.js';
 
 export interface RunningServer {
   app: App;
@@ -45,6 +46,12 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
   });
   redis?.attachLogger(app.log);
   appLog = app.log;
+  // With Redis, a revoked session, API key or CI token ends on every instance at once.
+  const credentialSharing = redis
+    ? shareCredentialInvalidation(db, redis.client, `${config.redisKeyPrefix}credentials`, (err) =>
+        app.log.warn({ err }, 'credential cache: Redis invalidation failed'),
+      )
+    : null;
   const address = await app.listen({ host: config.host, port: config.port });
   const port = Number(new URL(address).port);
   const url = `${tls ? 'https' : 'http'}://localhost:${port}`;
@@ -93,6 +100,7 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
       } finally {
         clearInterval(sweep);
       }
+      await credentialSharing?.close();
       await rateLimitStore.close();
     },
     abortInFlight() {

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isWellFormedBearer, ready } from '@coffer/sdk';
+import type { Redis } from 'ioredis';
 import type { AppContext } from '../../app.js';
 import type { Db } from '../../db/database.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
@@ -115,19 +116,73 @@ function cacheOf(db: Db): CredentialCache {
 
 const credentialIdOf = (p: Principal) => (p.kind === 'session' ? p.sessionId : p.id);
 
+/** What another instance must drop from its cache; published over Redis when shared. */
+type ForgetMessage = { credential: string } | { sessionsOf: string } | { all: true };
+
+function forgetHere(db: Db, message: ForgetMessage): void {
+  const cache = cacheOf(db);
+  if ('credential' in message) cache.forget((p) => credentialIdOf(p) === message.credential);
+  else if ('sessionsOf' in message)
+    cache.forget((p) => p.kind === 'session' && p.userId === message.sessionsOf);
+  else cache.forget(() => true);
+}
+
+const broadcasts = new WeakMap<Db, (message: ForgetMessage) => void>();
+
+function forget(db: Db, message: ForgetMessage): void {
+  forgetHere(db, message);
+  broadcasts.get(db)?.(message);
+}
+
 /** Call after revoking or deleting a session, API key or CI token (by its id). */
 export function forgetCredential(db: Db, credentialId: string): void {
-  cacheOf(db).forget((p) => credentialIdOf(p) === credentialId);
+  forget(db, { credential: credentialId });
 }
 
 /** Call after ending a user's sessions (password change, recovery). */
 export function forgetSessionsOfUser(db: Db, userId: string): void {
-  cacheOf(db).forget((p) => p.kind === 'session' && p.userId === userId);
+  forget(db, { sessionsOf: userId });
 }
 
 /** Drops every cached credential of this database (for code that edits credential rows in bulk). */
 export function forgetAllCredentials(db: Db): void {
-  cacheOf(db).forget(() => true);
+  forget(db, { all: true });
+}
+
+/**
+ * With several instances, a revocation on one must end the credential on all
+ * of them at once, not after the cache TTL: every `forget…` call is published
+ * on `channel`, and a subscribing connection of its own drops the same entries
+ * here. If Redis is unreachable the TTL still bounds how long a revoked
+ * credential can live elsewhere.
+ */
+export function shareCredentialInvalidation(
+  db: Db,
+  redis: Redis,
+  channel: string,
+  onError: (err: unknown) => void = () => undefined,
+): { subscribed: Promise<void>; close(): Promise<void> } {
+  const subscriber = redis.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+  subscriber.on('error', () => undefined);
+  subscriber.on('message', (from: string, payload: string) => {
+    if (from !== channel) return;
+    try {
+      forgetHere(db, JSON.parse(payload) as ForgetMessage);
+    } catch (err) {
+      onError(err);
+    }
+  });
+  const subscribed = subscriber.subscribe(channel).then(() => undefined, onError);
+  broadcasts.set(db, (message) => {
+    redis.publish(channel, JSON.stringify(message)).catch(onError);
+  });
+  return {
+    subscribed,
+    async close() {
+      broadcasts.delete(db);
+      await subscriber.quit().catch(() => subscriber.disconnect());
+    },
+  };
 }
 
 /** Resolves session cookies, API keys and CI tokens, with a short-lived cache in front of the database. */
