@@ -39,3 +39,15 @@ export async function resolveId<T extends { id: string }>(
   }
   return matches[0]!.id;
 }
+
+/** An invitation link (`…/invite?token=…`) or the bare token. */
+export function invitationToken(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const token = new URL(raw).searchParams.get('token');
+    if (token) return token;
+  } catch {
+    // not a URL: the token itself
+  }
+  return raw.trim();
+}

@@ -435,6 +435,42 @@ describe('coffer end to end (SQLite)', () => {
     ) as unknown[];
     assert.equal(left.length, 0);
 
+    // Alice signed up without an invitation link: her address is unverified, so
+    // accepting needs the token from her invitation e-mail.
+    ok(await as(bob, ['projects', 'create', 'Bob tools']), 'bob project');
+    ok(
+      await as(bob, [
+        'members',
+        'invite',
+        'alice@example.test',
+        '--role',
+        'viewer',
+        '--project',
+        'Bob tools',
+      ]),
+      'invite alice',
+    );
+    failsWith(
+      await as(alice, ['invitations', 'accept', 'Bob tools']),
+      'invitation_token_required',
+      /--token/,
+    );
+    const aliceLink = await invitationLink(server, 'alice@example.test');
+    const joined = JSON.parse(
+      ok(
+        await as(alice, [
+          'invitations',
+          'accept',
+          'Bob tools',
+          '--invitation',
+          aliceLink,
+          '--json',
+        ]),
+        'accept with link',
+      ).stdout,
+    ) as { status: string; role: string };
+    assert.deepEqual([joined.status, joined.role], ['active', 'viewer']);
+
     // Accepted but not granted: bob cannot decrypt yet.
     failsWith(await as(bob, ['secrets', 'get', 'DATABASE_URL']), 'no_grant');
 

@@ -4,6 +4,7 @@ import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printLine } from '../cli/output.js';
 import { ask, interactive, readPasswordFromStdin } from '../cli/prompt.js';
 import { Context } from '../context.js';
+import { invitationToken } from '../resolve.js';
 import { deleteSession, readSession, sessionPath, type StoredSession } from '../session-store.js';
 
 /** The shortest password the CLI accepts at sign-up (the server never sees it, so the client checks). */
@@ -35,18 +36,6 @@ async function password(values: Values, command: string, repeat: boolean): Promi
     throw new CliError('validation_error', 'the passwords do not match');
   }
   return first;
-}
-
-/** An invitation link (`…/invite?token=…`) or the bare token. */
-function invitationToken(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const token = new URL(raw).searchParams.get('token');
-    if (token) return token;
-  } catch {
-    // not a URL: the token itself
-  }
-  return raw.trim();
 }
 
 const signup: Command = {

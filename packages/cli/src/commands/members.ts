@@ -2,6 +2,7 @@ import {
   acceptInvitation,
   declineInvitation,
   inviteMember,
+  isCofferApiError,
   listInvitations,
   listMembers,
   removeMember,
@@ -15,7 +16,7 @@ import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printTable, shortTime } from '../cli/output.js';
 import { confirm, interactive } from '../cli/prompt.js';
 import { Context } from '../context.js';
-import { allPages, resolveId } from '../resolve.js';
+import { allPages, invitationToken, resolveId } from '../resolve.js';
 import { inProject } from '../scope.js';
 
 const ROLES = ['admin', 'developer', 'viewer'] as const;
@@ -197,18 +198,44 @@ const accept: Command = {
   summary: 'accept an invitation (then an admin grants you the vault key)',
   args: 'INVITATION',
   positionals: [1, 1],
-  description: 'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name.',
+  description:
+    'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name. Until your e-mail address is verified (you signed up without an invitation link), pass the token (--token) or the link (--invitation) from the invitation e-mail: it proves the address.',
+  options: {
+    token: {
+      type: 'string',
+      value: 'TOKEN',
+      description: 'the token from the invitation e-mail (as the e-mail shows it)',
+    },
+    invitation: {
+      type: 'string',
+      value: 'LINK',
+      description: 'or the whole link from the invitation e-mail',
+    },
+  },
   async run({ values, positionals }) {
     const ctx = new Context(values);
     const client = await ctx.userClient();
     const id = await invitationId(client, positionals[0]!);
-    const member = await acceptInvitation(client, id);
+    const token = invitationToken(str(values, 'token') ?? str(values, 'invitation'));
+    let member;
+    try {
+      member = await acceptInvitation(client, id, token);
+    } catch (err) {
+      if (isCofferApiError(err, 'forbidden') && err.details.some((d) => d.field === 'token')) {
+        throw new CliError(
+          'invitation_token_required',
+          `${err.message}: pass the token from the invitation e-mail, \`coffer invitations accept ${positionals[0]} --token TOKEN\``,
+        );
+      }
+      throw err;
+    }
     if (ctx.json) return printJson(member);
     note(`Joined project ${member.project_id} as ${member.role}.`);
-    if (member.role !== 'viewer')
+    if (member.role !== 'viewer') {
       note(
         'An admin must now grant you the vault key (`coffer vault grant`) before you can read secrets.',
       );
+    }
   },
 };
 
