@@ -74,8 +74,16 @@ function forgetFinishedRuns(): void {
   }
 }
 
+const tempDirs: string[] = [];
+// Homes, work directories and data directories go when the test file's process ends.
+process.once('exit', () => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
 export function tempDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), `coffer-cli-${prefix}-`));
+  const dir = mkdtempSync(join(tmpdir(), `coffer-cli-${prefix}-`));
+  tempDirs.push(dir);
+  return dir;
 }
 
 async function freePort(): Promise<number> {
