@@ -8,7 +8,7 @@ import { CliError } from './cli/errors.js';
  * (`--ca`, `COFFER_CA_FILE`: the embedded default's self-signed certificate),
  * like `curl --cacert`, and the system's roots otherwise.
  *
- * Why not undici (a listed dependency) or Node's global fetch: startup time is
+ * Why not undici or Node's global fetch: startup time is
  * the CLI's main performance target (`coffer run -- true` ≤ 250 ms), and
  * loading undici costs 70–100 ms of CPU on this machine (Node's own fetch,
  * which cannot take a CA, 30–45 ms), against 5–10 ms for `node:https`. The

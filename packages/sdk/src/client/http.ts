@@ -20,7 +20,7 @@ export interface RetryOptions {
 export interface CofferClientOptions {
   /** The server's base URL, e.g. `https://coffer.example.com`. `http://` only to localhost. */
   baseUrl: string;
-  /** A `fetch` implementation (the CLI passes undici's, with its own CA). Default: global fetch. */
+  /** A `fetch` implementation (the CLI passes its own over `node:https`, with its CA). Default: global fetch. */
   fetch?: typeof globalThis.fetch;
   credential?: Credential;
   retry?: RetryOptions;
