@@ -271,6 +271,13 @@ function withOptionalDefaults<T>(document: T): T {
       for (const p of parameters as { in?: string; required?: boolean; schema?: object }[]) {
         if (p.in !== 'path' && p.schema && 'default' in p.schema) p.required = false;
       }
+      // A route whose body may be left out marks its schema `'x-optional-body': true`;
+      // @fastify/swagger otherwise documents every body as required.
+      const op = operation as { 'x-optional-body'?: boolean; requestBody?: { required?: boolean } };
+      if (op['x-optional-body']) {
+        if (op.requestBody) op.requestBody.required = false;
+        delete op['x-optional-body'];
+      }
     }
   }
   return document;

@@ -216,6 +216,15 @@ describe('API reference', () => {
     }
   });
 
+  it('a body that may be left out is documented as optional, others as required', () => {
+    const paths = doc.paths as Json;
+    const accept = (paths['/v1/invitations/{member_id}/accept'] as Json).post as Json;
+    assert.equal((accept.requestBody as Json).required, false);
+    assert.equal('x-optional-body' in accept, false);
+    const signup = (paths['/v1/auth/signup'] as Json).post as Json;
+    assert.equal((signup.requestBody as Json).required, true);
+  });
+
   it('every operation documents the Form A error body', () => {
     for (const [path, item] of Object.entries(doc.paths as Json)) {
       for (const [method, op] of Object.entries(item as Json)) {

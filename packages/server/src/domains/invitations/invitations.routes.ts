@@ -72,6 +72,7 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
           'Only the invited user, while the invitation is pending and unexpired (404 otherwise). The member becomes `active` with `joined_at` set; an admin then grants them the vault key. The body is optional: `{ "token": "…" }`, the token of the invitation e-mail\'s `/invite?token=…` link. While your e-mail address is unverified (`email_verified: false` in `GET /v1/me`: signed up without an invitation link), the token is required and proves the address: without it `403 forbidden` with details `token`/`required`, a token of another invitation `403 forbidden` `token`/`invalid`; a valid one marks the address verified. A verified user may omit it; a token that is sent must still match.',
         params: InvitationParams,
         body: AcceptInvitationBody,
+        'x-optional-body': true,
         response: { 200: AcceptedMemberResponse },
       },
     },
