@@ -106,6 +106,7 @@ async function measureCeilings(
       backend: `for ${comparedWith}`,
       result,
       cpu,
+      maxRssMB: null,
       expectStatus: 200,
       ratio: id === 'ceiling' ? 1 : null,
       sizedRatio: id === 'ceiling' ? null : 1,
@@ -152,6 +153,7 @@ async function measureScenario(
     backend,
     result: measured.result,
     cpu: measured.cpu,
+    maxRssMB: MB(measured.maxRssMiB),
     expectStatus: scenario.expectStatus,
     ratio: measured.result.rps / ceilings.tinyRps,
     sizedRatio:

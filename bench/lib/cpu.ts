@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Linux clock ticks per second (USER_HZ), the unit of /proc/stat and /proc/<pid>/stat. */
 const HZ = 100;
@@ -22,10 +22,29 @@ function processTicks(pid: number): number {
   }
 }
 
+/** The database services of the scaled setup, part of the system under test. */
+const DATABASE_COMMANDS = new Set(['postgres', 'redis-server']);
+
+function databaseTicks(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const comm = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (DATABASE_COMMANDS.has(comm)) total += processTicks(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
 /** CPU used during a measurement, in cores (1.0 = one core busy the whole time). */
 export interface CpuUse {
   server: number;
   loadGenerator: number;
+  /** PostgreSQL and Redis processes (whoever their clients are). */
+  database: number;
   /** Everything else on the machine: other people's work skews the figures. */
   others: number;
 }
@@ -40,15 +59,22 @@ export function startCpuAccounting(serverPid: number, loadPid: number): { stop()
   const server0 = processTicks(serverPid);
   const load0 = processTicks(loadPid);
   const self0 = processTicks(process.pid);
+  const database0 = databaseTicks();
   return {
     stop() {
       const seconds = (performance.now() - started) / 1000;
       const server = processTicks(serverPid) - server0;
       const load = processTicks(loadPid) - load0;
       const self = processTicks(process.pid) - self0;
-      const others = machineBusyTicks() - machine0 - server - load - self;
+      const database = databaseTicks() - database0;
+      const others = machineBusyTicks() - machine0 - server - load - self - database;
       const cores = (ticks: number) => Math.max(0, ticks) / HZ / seconds;
-      return { server: cores(server), loadGenerator: cores(load), others: cores(others) };
+      return {
+        server: cores(server),
+        loadGenerator: cores(load),
+        database: cores(database),
+        others: cores(others),
+      };
     },
   };
 }

@@ -19,6 +19,8 @@ export interface LoadRow {
   result: LoadResult;
   /** CPU in cores during the measured run: the server's, the load generator's, and the rest of the machine's. */
   cpu: CpuUse;
+  /** The server's largest RSS during the run (MB); null for the ceiling. */
+  maxRssMB: number | null;
   /** The status every response is expected to have (others are reported). */
   expectStatus: number;
   /** Throughput as a fraction of the ceiling measured in the same run. */
@@ -135,7 +137,8 @@ export function renderTables(rows: Row[]): string {
           'p99 ms',
           'KB/resp',
           'srv µs/req',
-          'CPU srv/gen/other',
+          'CPU srv/gen/db/other',
+          'RSS MB',
           'target',
           '',
           'other responses',
@@ -152,12 +155,15 @@ export function renderTables(rows: Row[]): string {
           (r.result.bytesPerRequest / 1000).toFixed(1),
           // Server CPU time per request: steadier than req/s when the machine is shared.
           r.result.rps ? fmtInt((r.cpu.server * 1e6) / r.result.rps) : '',
-          [r.cpu.server, r.cpu.loadGenerator, r.cpu.others].map((c) => c.toFixed(2)).join(' / '),
+          [r.cpu.server, r.cpu.loadGenerator, r.cpu.database, r.cpu.others]
+            .map((c) => c.toFixed(2))
+            .join(' / '),
+          r.maxRssMB === null ? '' : r.maxRssMB.toFixed(0),
           r.target?.text ?? '',
           verdict(r.pass),
           unexpected(r),
         ]),
-        new Set([3, 4, 5, 6, 7, 8, 9, 10]),
+        new Set([3, 4, 5, 6, 7, 8, 9, 10, 12]),
       ),
     );
   }
