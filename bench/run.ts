@@ -256,7 +256,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     await backend.dispose();
   }
   if (profileDir) {
-    const file = findProfile(profileDir);
+    const file = findProfile(profileDir, join(resultsDir, `server-${name}.cpuprofile`));
     if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
   }
 }
@@ -292,7 +292,7 @@ async function runPlainHttp(): Promise<void> {
 
 const finishedAt = new Date();
 say(`\n${renderTables(rows)}`);
-if (profiles.length) say(`\n${profiles.join('\n\n')}`);
+if (profiles.length) say(`\n${profiles.join('\n\n')}\n\n(.cpuprofile files kept in ${resultsDir})`);
 const disturbed = rows.filter((r) => r.kind === 'load' && r.cpu.others > 0.2);
 if (disturbed.length)
   say(

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A span of the run, in the monotonic microseconds V8 profiles use (process.hrtime). */
@@ -88,9 +88,15 @@ export function summariseProfile(file: string, windows: Window[], topN = 12): Wi
   });
 }
 
-export function findProfile(dir: string): string | null {
+/**
+ * The `.cpuprofile` written into `dir`, copied to `keepAs` (under bench/results,
+ * to open in Chrome DevTools or speedscope).
+ */
+export function findProfile(dir: string, keepAs: string): string | null {
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  return file ? join(dir, file) : null;
+  if (!file) return null;
+  copyFileSync(join(dir, file), keepAs);
+  return keepAs;
 }
 
 export function renderProfiles(backend: string, profiles: WindowProfile[]): string {

@@ -145,7 +145,7 @@ const cliRun: ClientScenario = {
           env,
         },
       );
-      const file = findProfile(dir);
+      const file = findProfile(dir, join(ctx.root, 'bench/results/coffer-run.cpuprofile'));
       if (file) ctx.report(renderProfiles('coffer run', summariseProfile(file, [WHOLE_RUN])));
     }
     return valueRow(
