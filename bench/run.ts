@@ -27,7 +27,7 @@ const resultsDir = join(root, 'bench/results');
 mkdirSync(resultsDir, { recursive: true });
 // On the repository's disk, like a server's data directory (fsync must be real).
 const workDir = mkdtempSync(join(resultsDir, 'run-'));
-const machine = describeMachine(workDir);
+const machine = await describeMachine(workDir);
 const timing: Timing = {
   connections: options.connections,
   warmupSeconds: options.warmupSeconds,
@@ -38,12 +38,12 @@ const startedAt = new Date();
 say(
   `Coffer benchmark${options.quick ? ' (--quick: smoke check, figures not comparable)' : ''}\n` +
     `  ${machine.cpuCount} CPUs (${machine.cpuModel}), ${machine.memoryGB} GB, Node ${machine.node}, ` +
-    `data on ${machine.dataFilesystem}, load average ${machine.loadAverage.toFixed(2)}\n` +
+    `data on ${machine.dataFilesystem}, ${machine.busyCoresBefore.toFixed(2)} cores busy before the start\n` +
     `  autocannon in its own process, ${timing.connections} connections, ` +
     `${timing.warmupSeconds} s warm-up + ${timing.seconds} s per HTTP scenario; server LOG_LEVEL=${options.logLevel}`,
 );
-if (machine.loadAverage > 0.5)
-  say('  warning: the machine is busy (load average > 0.5); figures will be low and noisy');
+if (machine.busyCoresBefore > 0.2)
+  say('  warning: the machine is busy before the start; figures will be low and noisy');
 if (machine.dataFilesystem === 'tmpfs')
   say('  warning: the data directory is on tmpfs, so fsync costs nothing; write figures overstate');
 

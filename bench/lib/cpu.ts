@@ -3,6 +3,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Linux clock ticks per second (USER_HZ), the unit of /proc/stat and /proc/<pid>/stat. */
 const HZ = 100;
 
+/** How many cores the machine keeps busy over `ms` (before the run: other people's work). */
+export async function busyCores(ms: number): Promise<number> {
+  const start = machineBusyTicks();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  return (machineBusyTicks() - start) / HZ / (ms / 1000);
+}
+
 function machineBusyTicks(): number {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1);
   const [user, nice, system, idle, iowait, irq, softirq, steal] = fields.map(Number) as number[];

@@ -1,7 +1,8 @@
 import { mkdirSync, statfsSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { busyCores } from './cpu.js';
 import { freePort, startProcess, type ServerProcess } from './processes.js';
 
 export interface Machine {
@@ -9,8 +10,8 @@ export interface Machine {
   cpuModel: string;
   node: string;
   memoryGB: number;
-  /** 1-minute load average when the run started: other work on the machine skews figures. */
-  loadAverage: number;
+  /** Cores busy during the second before the run: other work on the machine skews figures. */
+  busyCoresBefore: number;
   /** Filesystem of the data directory (fsync on tmpfs would not be durable). */
   dataFilesystem: string;
 }
@@ -25,7 +26,7 @@ const FS_TYPES: Record<number, string> = {
   0x2fc12fc1: 'zfs',
 };
 
-export function describeMachine(dataDir: string): Machine {
+export async function describeMachine(dataDir: string): Promise<Machine> {
   const cpuList = cpus();
   const fsType = statfsSync(dataDir).type;
   return {
@@ -33,7 +34,7 @@ export function describeMachine(dataDir: string): Machine {
     cpuModel: cpuList[0]?.model.trim() ?? 'unknown',
     node: process.version,
     memoryGB: Math.round(totalmem() / 1e9),
-    loadAverage: loadavg()[0]!,
+    busyCoresBefore: await busyCores(1000),
     dataFilesystem: FS_TYPES[fsType] ?? `0x${fsType.toString(16)}`,
   };
 }
