@@ -171,20 +171,21 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
   const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
-  const server = await startCoffer({
-    root,
-    backend,
-    tls,
-    logLevel: options.logLevel,
-    ...(profileDir ? { profileDir } : {}),
-  });
   const windows: Window[] = [];
   let maxLoadRssMiB = 0;
+  let server: ServerProcess | null = null;
   try {
+    server = await startCoffer({
+      root,
+      backend,
+      tls,
+      logLevel: options.logLevel,
+      ...(profileDir ? { profileDir } : {}),
+    });
     await new Promise((r) => setTimeout(r, 1000));
     const freshRssMiB = server.rssMiB();
     const fixture = await createFixture({ baseUrl: server.url, caFile: tls.certFile, say });
-    global.gc?.();
+    // Idle: the setup's requests are over and the server has had time to settle.
     await new Promise((r) => setTimeout(r, 2000));
     const idleRssMiB = server.rssMiB();
 
@@ -252,12 +253,31 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       );
     rss('rss-peak', 'server RSS, peak of the run', server.peakRssMiB(), 'VmHWM, incl. setup', null);
   } finally {
-    await server.stop();
+    await server?.stop();
     await backend.dispose();
   }
   if (profileDir) {
     const file = findProfile(profileDir, join(resultsDir, `server-${name}.cpuprofile`));
     if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
+  }
+}
+
+/** Behind a TLS-terminating proxy (TLS=off, TRUST_PROXY=true): what HTTPS costs, on SQLite. */
+async function runPlainHttp(): Promise<void> {
+  say('\nPlain HTTP (TLS=off behind a proxy), SQLite:');
+  const backend = await prepareBackend('sqlite', join(workDir, 'plain'), process.env);
+  let server: ServerProcess | null = null;
+  try {
+    server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
+    const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
+    const ceilings = await measureCeilings(true, 'sqlite, http', fixture.listingBytes);
+    for (const scenario of PLAIN_HTTP_SCENARIOS) {
+      if (selected(scenario.id))
+        await measureScenario(scenario, server, fixture, 'sqlite, http', ceilings);
+    }
+  } finally {
+    await server?.stop();
+    await backend.dispose();
   }
 }
 
@@ -270,24 +290,6 @@ try {
   console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
 } finally {
   load.close();
-}
-
-/** Behind a TLS-terminating proxy (TLS=off, TRUST_PROXY=true): what HTTPS costs, on SQLite. */
-async function runPlainHttp(): Promise<void> {
-  say('\nPlain HTTP (TLS=off behind a proxy), SQLite:');
-  const backend = await prepareBackend('sqlite', join(workDir, 'plain'), process.env);
-  const server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
-  try {
-    const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
-    const ceilings = await measureCeilings(true, 'sqlite, http', fixture.listingBytes);
-    for (const scenario of PLAIN_HTTP_SCENARIOS) {
-      if (selected(scenario.id))
-        await measureScenario(scenario, server, fixture, 'sqlite, http', ceilings);
-    }
-  } finally {
-    await server.stop();
-    await backend.dispose();
-  }
 }
 
 const finishedAt = new Date();
