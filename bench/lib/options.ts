@@ -27,7 +27,10 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
   --seconds=N        measured seconds per HTTP scenario (default 10, quick 3)
   --log-level=L      server LOG_LEVEL (default info, the server's own default)
 
-Scenario filters are substrings of scenario ids, e.g. "list", "read", "rekey", "run".
+Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
+read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
+http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list,
+coffer-run, rekey-1k, rekey-10k.
 PostgreSQL + Redis run too when DATABASE_URL (and REDIS_URL) are set; the bench
 creates and drops its own database on that server.`;
 
