@@ -20,3 +20,6 @@ app.get<{ Params: { bytes: string } }>('/ceiling/json/:bytes', async (request, r
 const address = await app.listen({ host: '127.0.0.1', port: Number(PORT ?? 0) });
 process.stdout.write(`listening on ${address}\n`);
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
+// Exit with the bench that started it, however the bench ended.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && process.exit(0), 1000).unref();

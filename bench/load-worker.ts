@@ -56,6 +56,9 @@ function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
   });
 }
 
+// The bench is gone (killed or interrupted): stop generating load.
+process.on('disconnect', () => process.exit(0));
+
 process.on('message', (message: { plan: LoadPlan }) => {
   const { plan } = message;
   (async () => {

@@ -5,12 +5,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../packages/server/src/config.js';
 import { loadTls } from '../packages/server/src/http/tls.js';
-import { describeMachine, prepareBackend, startCoffer, type Tls } from './lib/environment.js';
+import {
+  describeMachine,
+  prepareBackend,
+  startCoffer,
+  type Backend,
+  type Tls,
+} from './lib/environment.js';
 import { LoadGenerator } from './lib/load.js';
 import { MB, measureLoad, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { findProfile, renderProfiles, summariseProfile, type Window } from './lib/profile.js';
-import { freePort, startProcess, type ServerProcess } from './lib/processes.js';
+import { freePort, startProcess, terminateAll, type ServerProcess } from './lib/processes.js';
 import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
 import { createFixture, type Fixture } from './scenarios/fixture.js';
 import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
@@ -52,6 +58,16 @@ loadTls(loadConfig({ DATA_DIR: workDir }));
 const tls: Tls = { certFile: join(workDir, 'tls/cert.pem'), keyFile: join(workDir, 'tls/key.pem') };
 
 const load = new LoadGenerator();
+// Interrupted (Ctrl-C, kill): stop the servers and drop the PostgreSQL databases before leaving.
+const backends = new Set<Backend>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\nbench interrupted (${signal}); stopping its servers (logs in ${workDir})`);
+    terminateAll();
+    load.close();
+    void Promise.allSettled([...backends].map((b) => b.dispose())).then(() => process.exit(130));
+  });
+}
 const rows: Row[] = [];
 const profiles: string[] = [];
 const push = (row: Row) => {
@@ -170,6 +186,7 @@ async function measureScenario(
 async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
+  backends.add(backend);
   const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
   const windows: Window[] = [];
   let maxLoadRssMiB = 0;
@@ -255,6 +272,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   } finally {
     await server?.stop();
     await backend.dispose();
+    backends.delete(backend);
   }
   if (profileDir) {
     const file = findProfile(profileDir, join(resultsDir, `server-${name}.cpuprofile`));
@@ -266,6 +284,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
 async function runPlainHttp(): Promise<void> {
   say('\nPlain HTTP (TLS=off behind a proxy), SQLite:');
   const backend = await prepareBackend('sqlite', join(workDir, 'plain'), process.env);
+  backends.add(backend);
   let server: ServerProcess | null = null;
   try {
     server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
@@ -278,6 +297,7 @@ async function runPlainHttp(): Promise<void> {
   } finally {
     await server?.stop();
     await backend.dispose();
+    backends.delete(backend);
   }
 }
 

@@ -14,6 +14,14 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** Every process started and not yet stopped, so an interrupted run leaves none behind. */
+const running = new Set<ChildProcess>();
+
+/** Sends SIGTERM to every process still running (the bench was interrupted). */
+export function terminateAll(): void {
+  for (const child of running) child.kill('SIGTERM');
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
@@ -49,6 +57,8 @@ export async function startProcess(opts: {
     env: { PATH: process.env.PATH ?? '', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const log = createWriteStream(opts.logFile);
   child.stdout!.pipe(log, { end: false });
   child.stderr!.pipe(log, { end: false });
