@@ -119,6 +119,12 @@ for (const dialect of DIALECTS) {
       const notModified = await list(dev.headers, { 'if-none-match': etag });
       assert.equal(notModified.statusCode, 304);
       assert.equal(notModified.body, '');
+      // RFC 9110: a 304 has no content; a Content-Length other than the 200's would mislead clients.
+      assert.ok(
+        notModified.headers['content-length'] === undefined ||
+          notModified.headers['content-length'] === '0',
+        `content-length ${String(notModified.headers['content-length'])}`,
+      );
       assert.equal(notModified.headers.etag, etag);
       for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
         assert.ok(notModified.headers[h], h);
