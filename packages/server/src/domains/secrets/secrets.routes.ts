@@ -64,7 +64,7 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
         (payload) => String(reply.serialize(payload)),
       );
       reply.header('etag', listing.etag);
-      if (notModified) return reply.code(304).send();
+      if (notModified) return (reply as FastifyReply).code(304).send(); // no body, no Content-Length
       // Already serialized through this route's response schema when it was cached.
       return (reply as FastifyReply).type(JSON_TYPE).send(listing.body);
     },
