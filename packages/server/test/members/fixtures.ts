@@ -56,6 +56,22 @@ export function assertKeys(value: unknown, keys: readonly string[], what = 'obje
   assert.deepEqual(Object.keys(value).sort(), [...keys].sort(), `${what} has exactly ${keys}`);
 }
 
+/**
+ * Each bad list query is a `400 validation_error` naming exactly its parameter
+ * and issue. `urlOf` builds the list URL for a query string.
+ */
+export async function assertRejectedQueries(
+  t: TestApp,
+  caller: Caller,
+  urlOf: (query: string) => string,
+  cases: ReadonlyArray<readonly [query: string, field: string, issue: string]>,
+): Promise<void> {
+  for (const [query, field, issue] of cases) {
+    const error = errorOf(await as(t, caller, 'GET', urlOf(query)), 400, 'validation_error');
+    assert.deepEqual(error.details, [{ field, issue }], query);
+  }
+}
+
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 export async function createProject(

@@ -4,6 +4,7 @@ import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail, type TestUser } from '../support/users.js';
 import {
+  assertRejectedQueries,
   ISO_MS,
   addMember,
   as,
@@ -201,7 +202,7 @@ for (const dialect of DIALECTS) {
         all,
       );
 
-      for (const [query, field, issue] of [
+      await assertRejectedQueries(t, admin, (query) => membersUrl(project.id, query), [
         ['per_page=101', 'per_page', 'maximum'],
         ['per_page=0', 'per_page', 'minimum'],
         ['page=0', 'page', 'minimum'],
@@ -209,14 +210,7 @@ for (const dialect of DIALECTS) {
         ['sort=password', 'sort', 'invalid'],
         ['order=sideways', 'order', 'invalid'],
         ['colour=blue', 'colour', 'unknown'],
-      ] as const) {
-        const error = errorOf(
-          await as(t, admin, 'GET', membersUrl(project.id, query)),
-          400,
-          'validation_error',
-        );
-        assert.deepEqual(error.details, [{ field, issue }], query);
-      }
+      ]);
     });
 
     it('PATCH changes the role and answers exactly id, project_id, user, role, status, updated_at', async () => {
