@@ -13,12 +13,22 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // Listen for signals before anything starts: the server announces its URL from
+  // inside startServer, and a SIGTERM sent right after must shut it down
+  // gracefully, not kill it with the default handler. One that arrives while
+  // starting is acted on as soon as the server is up.
+  let stop: ((signal: string) => void) | null = null;
+  let requested: string | null = null;
+  const onSignal = (signal: string) => (stop ? stop(signal) : (requested ??= signal));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
   const db = await openDatabase(targetFromConfig(config));
   await migrateToLatest(db);
   const server = await startServer(config, db);
 
   let stopping = false;
-  const stop = (signal: string) => {
+  stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     server.app.log.info(
@@ -52,8 +62,7 @@ async function main(): Promise<void> {
         process.exit(1);
       });
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  if (requested) stop(requested);
 }
 
 main().catch((err: unknown) => {
