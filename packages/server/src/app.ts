@@ -13,6 +13,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Db } from './db/database.js';
 import { AppError } from './errors.js';
 import { registerErrorHandling, sendError } from './http/errors.js';
+import { loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
 import type { CredentialResolver } from './http/principal.js';
 import { MemoryRateLimitStore, type RateLimitStore } from './http/rate-limit.js';
@@ -47,68 +48,6 @@ export interface AppContext {
 
 export type App = FastifyInstance;
 
-/** Field names whose values are credentials or key material, wherever they appear in a log object. */
-const SECRET_FIELDS = [
-  'authorization',
-  'cookie',
-  'password',
-  'new_password',
-  'current_password',
-  'auth_key',
-  'new_auth_key',
-  'recovery_key',
-  'private_key',
-  'key_part',
-  'credential',
-  'token',
-  'bearer',
-  'secret',
-];
-
-/** Log paths that must never reach a log line: credentials and anything secret. */
-export const REDACTED_LOG_PATHS = [
-  // `req.headers.authorization`, `body.auth_key`, `user.credential.token`, …
-  ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
-  'headers["set-cookie"]',
-  '*.headers["set-cookie"]',
-];
-
-// Query parameters whose values may be credentials (e.g. an invitation token in a link).
-const SECRET_QUERY = /token|key|secret|password|auth|code|sig/i;
-
-/** The request as logged: never headers or body, and secret-looking query values masked. */
-function requestForLog(request: FastifyRequest) {
-  const url = request.url;
-  if (typeof url !== 'string') return request; // not a request (someone logged `{ req: … }`)
-  const q = url.indexOf('?');
-  let logged = url;
-  if (q >= 0) {
-    const params = new URLSearchParams(url.slice(q + 1));
-    for (const name of new Set(params.keys())) {
-      if (SECRET_QUERY.test(name)) params.set(name, '[redacted]');
-    }
-    logged = `${url.slice(0, q)}?${params.toString()}`;
-  }
-  return {
-    method: request.method,
-    url: logged,
-    host: request.host,
-    remoteAddress: request.ip,
-  };
-}
-
-/** pino options every logger of the app gets, whatever the caller passes (level, stream). */
-function loggerOptions(config: Config, custom: AppDeps['logger']): FastifyServerOptions['logger'] {
-  if (custom === false) return false;
-  const extra = typeof custom === 'object' && custom !== null ? custom : {};
-  return {
-    level: config.logLevel,
-    ...extra,
-    redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
-    serializers: { req: requestForLog },
-  } as FastifyServerOptions['logger'];
-}
-
 /**
  * Request ids: a random per-app prefix and a counter. Unique across instances
  * and restarts without a call into the CSPRNG on every request (they are
@@ -131,7 +70,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     null;
 
   const options: FastifyServerOptions = {
-    logger: loggerOptions(config, deps.logger),
+    logger: loggerOptions(config.logLevel, deps.logger),
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestIds(),

@@ -6,6 +6,7 @@ import { signUp, type TestUser } from '../support/users.js';
 import type { App } from '../../src/app.js';
 import { createProject, insertBearer } from './credentials.js';
 import { LogCapture } from './log-capture.js';
+import { redact } from '../../src/http/logging.js';
 
 const BEARER = 'cek_LogSecretBearer0000000000000000aaaaaa';
 const COOKIE = 'LogSecretCookieValue';
@@ -124,3 +125,26 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe('log redaction', () => {
+  it('censors secret fields at any depth, in arrays, in errors and whatever their case', () => {
+    const err = Object.assign(new Error('refused'), { token: QUERY_TOKEN });
+    const line = {
+      err,
+      items: [{ Password: AUTH_KEY, name: 'API_URL' }],
+      headers: { Authorization: `Bearer ${BEARER}`, accept: 'application/json' },
+    };
+    const text = JSON.stringify(redact(line));
+    for (const secret of [QUERY_TOKEN, AUTH_KEY, BEARER]) assert.ok(!text.includes(secret));
+    assert.match(text, /"message":"refused"/);
+    assert.match(text, /"name":"API_URL"/);
+    assert.match(text, /"accept":"application\/json"/);
+    // The caller's object is left as it was.
+    assert.equal(line.headers.Authorization, `Bearer ${BEARER}`);
+  });
+
+  it('returns a line with nothing secret in it as it is, without copying', () => {
+    const line = { req: { method: 'GET', url: '/v1/me' }, responseTime: 1.5 };
+    assert.equal(redact(line), line);
+  });
+});

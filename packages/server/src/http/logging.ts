@@ -1,0 +1,124 @@
+import type { FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { stdSerializers } from 'pino';
+
+/** Field names whose values are credentials or key material, wherever they appear in a log object. */
+const SECRET_FIELDS = new Set([
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'password',
+  'new_password',
+  'current_password',
+  'auth_key',
+  'new_auth_key',
+  'recovery_key',
+  'private_key',
+  'key_part',
+  'credential',
+  'token',
+  'bearer',
+  'secret',
+]);
+
+const CENSOR = '[redacted]';
+
+/** How deep below a log line's own fields secret fields are still looked for. */
+const REDACT_DEPTH = 6;
+
+// Query parameters whose values may be credentials (e.g. an invitation token in a link).
+const SECRET_QUERY = /token|key|secret|password|auth|code|sig/i;
+
+/** The request as logged: never headers or body, and secret-looking query values masked. */
+function requestForLog(request: FastifyRequest) {
+  const url = request.url;
+  if (typeof url !== 'string') return request; // not a request (someone logged `{ req: … }`)
+  const q = url.indexOf('?');
+  let logged = url;
+  if (q >= 0) {
+    const params = new URLSearchParams(url.slice(q + 1));
+    for (const name of new Set(params.keys())) {
+      if (SECRET_QUERY.test(name)) params.set(name, CENSOR);
+    }
+    logged = `${url.slice(0, q)}?${params.toString()}`;
+  }
+  return {
+    method: request.method,
+    url: logged,
+    host: request.host,
+    remoteAddress: request.ip,
+  };
+}
+
+function replyForLog(reply: FastifyReply) {
+  return typeof reply?.statusCode === 'number' ? { statusCode: reply.statusCode } : reply;
+}
+
+/** The objects Fastify and Coffer log under these keys, reduced to what a log line may show. */
+const SERIALIZERS: Record<string, (value: never) => unknown> = {
+  req: requestForLog,
+  res: replyForLog,
+  err: stdSerializers.err,
+};
+
+/**
+ * `value` with every secret field (any depth up to `depth`, any letter case)
+ * replaced by the censor. Copies only what it changes, so the common line —
+ * nothing secret in it — costs one walk over its few fields and no allocation.
+ */
+export function redact(value: unknown, depth = REDACT_DEPTH): unknown {
+  if (depth < 0 || value === null || typeof value !== 'object') return value;
+  if (ArrayBuffer.isView(value)) return value;
+  if (value instanceof Error) return redact(stdSerializers.err(value), depth);
+  const source = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | unknown[] | null = null;
+  for (const key of Object.keys(source)) {
+    const field = source[key];
+    const safe = SECRET_FIELDS.has(key.toLowerCase()) ? CENSOR : redact(field, depth - 1);
+    if (safe === field) continue;
+    copy ??= Array.isArray(source) ? [...source] : { ...source };
+    (copy as Record<string, unknown>)[key] = safe;
+  }
+  return copy ?? value;
+}
+
+/** A log line's own fields: Fastify's objects serialized first, then everything redacted. */
+function safeLogObject(line: Record<string, unknown>): Record<string, unknown> {
+  let copy: Record<string, unknown> | null = null;
+  for (const key of Object.keys(line)) {
+    const value = line[key];
+    const serialize = SERIALIZERS[key];
+    const safe = SECRET_FIELDS.has(key.toLowerCase())
+      ? CENSOR
+      : redact(serialize ? serialize(value as never) : value);
+    if (safe === value) continue;
+    copy ??= { ...line };
+    copy[key] = safe;
+  }
+  return copy ?? line;
+}
+
+const unchanged = (value: unknown) => value;
+
+/**
+ * pino options every logger of the app gets, whatever the caller passes (level,
+ * stream). Redaction is one walk over each line's fields (`safeLogObject`), not
+ * pino's path-based `redact`: with wildcard paths that compiled to a search on
+ * every line and cost more than the rest of a cached secret read together.
+ */
+export function loggerOptions(
+  level: string,
+  custom: FastifyServerOptions['logger'],
+): FastifyServerOptions['logger'] {
+  if (custom === false) return false;
+  const extra = typeof custom === 'object' && custom !== null ? custom : {};
+  return {
+    level,
+    ...extra,
+    // Serialization happens in `safeLogObject`, before redaction; pino's own
+    // serializers (which run after the formatter) must leave the result as is.
+    serializers: { req: unchanged, res: unchanged, err: unchanged },
+    // Bindings: the root logger's own; pino does not pass a child's bindings
+    // through a formatter, so children bind identifiers only (Fastify binds `reqId`).
+    formatters: { log: safeLogObject, bindings: safeLogObject },
+  } as FastifyServerOptions['logger'];
+}
