@@ -93,7 +93,7 @@ export async function recordAuditMany(
 export interface AuditBufferOptions {
   /** Longest time an event waits in memory before it is written. */
   flushIntervalMs?: number;
-  /** Write as soon as this many events wait. */
+  /** Write as soon as this many distinct events wait (a bound on memory, not a flush rhythm). */
   maxBatch?: number;
   /** Events kept while the database refuses writes; beyond it the oldest are dropped (and logged). */
   maxPending?: number;
@@ -116,7 +116,10 @@ interface PendingEvent {
  * they need not commit with anything. A row per read would put a synchronous
  * write (and on SQLite an fsync) on the hottest path, so reads wait in memory
  * and are written in one transaction every `flushIntervalMs` (250 ms) or once
- * `maxBatch` (100) distinct events wait, and on `close()` (app shutdown).
+ * `maxBatch` (2,000) distinct events wait, and on `close()` (app shutdown).
+ * `maxBatch` is far above what one interval normally gathers: a lower bound
+ * (it was 100) made an application cycling through its 100 secrets flush after
+ * every 100 reads, so nothing was ever merged and every read cost a row.
  *
  * Identical reads in one interval — same credential, IP, action, target and
  * `sameAs` content (e.g. the same listing page at the same revision) — become
@@ -142,7 +145,7 @@ export class AuditBuffer {
     options: AuditBufferOptions = {},
   ) {
     this.flushIntervalMs = options.flushIntervalMs ?? 250;
-    this.maxBatch = options.maxBatch ?? 100;
+    this.maxBatch = options.maxBatch ?? 2_000;
     this.maxPending = options.maxPending ?? 100_000;
     this.onError = options.onError ?? (() => undefined);
   }
