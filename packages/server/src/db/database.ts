@@ -52,13 +52,19 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     const kysely = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
     });
+    const reader = new SQLite(target.file, { readonly: true });
+    reader.pragma('busy_timeout = 5000');
+    readers.set(kysely, statementCache(reader));
     return {
       kysely,
       dialect: 'sqlite',
       ping: async () => {
         sqlite.prepare('select 1').get();
       },
-      close: () => kysely.destroy(),
+      close: async () => {
+        await kysely.destroy();
+        reader.close();
+      },
     };
   }
   if (target.kind === 'postgres') {
@@ -82,27 +88,48 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   };
 }
 
+/** A prepared statement per distinct SQL text, bounded (oldest out first). */
+function statementCache(sqlite: SQLite.Database, max = 1000): (sql: string) => SQLite.Statement {
+  const statements = new Map<string, SQLite.Statement>();
+  return (sql) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = sqlite.prepare(sql);
+      if (statements.size >= max) statements.delete(statements.keys().next().value!);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+}
+
 /**
  * Prepares each distinct SQL text once. With better-sqlite3, preparing costs
  * more than running a small indexed query, and requests repeat the same few
- * statements. Bounded (oldest out first). Kysely runs a statement to
- * completion (`all`/`run`) before the next query on the connection, so a cached
- * statement is never busy when it is reused (streaming queries would be).
+ * statements. Kysely runs a statement to completion (`all`/`run`) before the
+ * next query on the connection, so a cached statement is never busy when it is
+ * reused (streaming queries would be).
  */
-function withStatementCache(sqlite: SQLite.Database, max = 1000): SqliteDatabase {
-  const statements = new Map<string, SQLite.Statement>();
-  return {
-    close: () => sqlite.close(),
-    prepare(sql: string) {
-      let statement = statements.get(sql);
-      if (!statement) {
-        statement = sqlite.prepare(sql);
-        if (statements.size >= max) statements.delete(statements.keys().next().value!);
-        statements.set(sql, statement);
-      }
-      return statement;
-    },
-  };
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const prepare = statementCache(sqlite);
+  return { close: () => sqlite.close(), prepare };
+}
+
+/**
+ * A SQLite database's second, read-only connection, by its Kysely handle.
+ * Kysely's SQLite driver queues every query behind the one connection (a
+ * transaction holds it across awaits), and its per-query machinery costs more
+ * than the indexed lookup itself. The hottest reads (`preparedQuery`) run
+ * here instead, synchronously: in WAL mode a read sees exactly what was
+ * committed when it started — never a transaction still open on the writing
+ * connection — and every write is committed before it is acknowledged.
+ */
+const readers = new WeakMap<Kysely<Database>, (sql: string) => SQLite.Statement>();
+
+/** The read-only statement source of `db` when it is a SQLite database's own handle (not a transaction). */
+export function sqliteReader(
+  db: Kysely<Database>,
+): ((sql: string) => SQLite.Statement) | undefined {
+  return readers.get(db);
 }
 
 function postgresDb(kysely: Kysely<Database>): Db {

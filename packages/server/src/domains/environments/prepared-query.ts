@@ -1,4 +1,5 @@
 import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
+import { sqliteReader } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 
 /**
@@ -9,6 +10,8 @@ import type { Database } from '../../db/schema.js';
  * `build` must use its string arguments as values only (never to choose the
  * shape of the query); they are compiled as markers and swapped for the real
  * values on every call, whatever order the compiler put them in.
+ * On SQLite, outside a transaction, the statement runs on the database's
+ * read-only connection (see `sqliteReader`), without Kysely's queue.
  */
 export function preparedQuery<A extends string[], R>(
   build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
@@ -32,6 +35,8 @@ export function preparedQuery<A extends string[], R>(
     }
     const { sql, parameters, argumentAt } = compiled;
     const values = parameters.map((p, i) => (argumentAt[i]! >= 0 ? args[argumentAt[i]!] : p));
+    const reader = sqliteReader(db);
+    if (reader) return reader(sql).all(values) as R[];
     return (await db.executeQuery<R>(CompiledQuery.raw(sql, values))).rows;
   };
 }
