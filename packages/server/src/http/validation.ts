@@ -84,16 +84,28 @@ function typesOf(schema: JsonSchema | undefined): Set<string> {
 
 const NUMERIC = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
-function coerceValue(schema: JsonSchema | undefined, value: unknown): unknown {
+type Coerce = (value: unknown) => unknown;
+
+/**
+ * The conversion of one parameter, worked out once from its schema; null when
+ * the value stays as it arrived (a string parameter).
+ */
+function coercionOf(schema: JsonSchema | undefined): Coerce | null {
   const types = typesOf(schema);
   if (types.has('array')) {
-    const items = schema?.items as JsonSchema | undefined;
-    return (Array.isArray(value) ? value : [value]).map((v) => coerceValue(items, v));
+    const item = coercionOf(schema?.items as JsonSchema | undefined) ?? ((v: unknown) => v);
+    return (value) => (Array.isArray(value) ? value : [value]).map(item);
   }
-  if (typeof value !== 'string' || types.has('string')) return value;
-  if ((types.has('integer') || types.has('number')) && NUMERIC.test(value)) return Number(value);
-  if (types.has('boolean') && (value === 'true' || value === 'false')) return value === 'true';
-  return value;
+  if (types.has('string')) return null;
+  const numeric = types.has('integer') || types.has('number');
+  const boolean = types.has('boolean');
+  if (!numeric && !boolean) return null;
+  return (value) => {
+    if (typeof value !== 'string') return value;
+    if (numeric && NUMERIC.test(value)) return Number(value);
+    if (boolean && (value === 'true' || value === 'false')) return value === 'true';
+    return value;
+  };
 }
 
 /**
@@ -102,31 +114,36 @@ function coerceValue(schema: JsonSchema | undefined, value: unknown): unknown {
  * converted (`2.5` stays fractional and fails an integer schema; anything else
  * stays a string and fails validation). Request bodies are JSON and are never
  * coerced: `{"name": 123}` is a validation error, not the string "123".
+ * Null when no parameter of the schema needs converting.
  */
-export function coerceParameters(
+export function parameterCoercion(
   schema: JsonSchema | undefined,
-  values: Record<string, unknown>,
-): Record<string, unknown> {
-  const properties = schema?.properties as Record<string, JsonSchema> | undefined;
-  if (!properties) return values;
-  const out: Record<string, unknown> = { ...values };
-  for (const [name, value] of Object.entries(values)) {
-    if (properties[name]) out[name] = coerceValue(properties[name], value);
-  }
-  return out;
+): ((values: Record<string, unknown>) => Record<string, unknown>) | null {
+  const properties = (schema?.properties ?? {}) as Record<string, JsonSchema>;
+  const conversions = Object.entries(properties).flatMap(([name, property]) => {
+    const coerce = coercionOf(property);
+    return coerce ? [[name, coerce] as const] : [];
+  });
+  if (conversions.length === 0) return null;
+  return (values) => {
+    const out: Record<string, unknown> = { ...values };
+    for (const [name, coerce] of conversions) {
+      if (Object.hasOwn(values, name)) out[name] = coerce(values[name]);
+    }
+    return out;
+  };
 }
 
 /** Adds the text-to-type coercion to every route that declares a querystring or params schema. */
 export function registerParameterCoercion(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const schema = route.schema as { querystring?: JsonSchema; params?: JsonSchema } | undefined;
-    const { querystring, params } = schema ?? {};
-    if (!querystring && !params) return;
+    const query = parameterCoercion(schema?.querystring);
+    const params = parameterCoercion(schema?.params);
+    if (!query && !params) return;
     const coerce: preValidationHookHandler = (request, _reply, done) => {
-      if (querystring)
-        request.query = coerceParameters(querystring, request.query as Record<string, unknown>);
-      if (params)
-        request.params = coerceParameters(params, request.params as Record<string, unknown>);
+      if (query) request.query = query(request.query as Record<string, unknown>);
+      if (params) request.params = params(request.params as Record<string, unknown>);
       done();
     };
     const existing = route.preValidation;
