@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash as digest, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
 import type { AppContext } from '../../app.js';
@@ -6,8 +6,7 @@ import type { Db } from '../../db/database.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
 
 /** SHA-256 hex of a bearer or session token: what the database stores instead of the token. */
-export const hashToken = (token: string): string =>
-  createHash('sha256').update(token).digest('hex');
+export const hashToken = (token: string): string => digest('sha256', token, 'hex');
 
 /** Compared against when there is no stored hash, so a missing row costs the same work. */
 const DUMMY_HASH = hashToken(randomBytes(32).toString('base64url'));
@@ -252,10 +251,13 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
     },
 
     async resolveBearer(bearer, now) {
+      const hash = hashToken(bearer);
+      // A cached credential was well-formed when it was loaded; only a miss is checked.
+      const cached = cache.get(hash, now.getTime());
+      if (cached) return use(cached, now);
       // The checksum rejects typos and random strings without a database lookup.
       await ready();
       if (!isWellFormedBearer(bearer)) return INVALID;
-      const hash = hashToken(bearer);
       if (bearer.startsWith('cek_')) {
         return resolve(hash, now, async () => {
           const key = await db
