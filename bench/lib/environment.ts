@@ -97,6 +97,9 @@ export interface Tls {
 }
 
 /** The Coffer server as an operator runs it: the built `main.js`, HTTPS, its own process. */
+/** Node's flags for the server, exactly as `npm start` passes them (package.json). */
+const SERVER_NODE_FLAGS = ['--max-semi-space-size=2'];
+
 export async function startCoffer(opts: {
   root: string;
   backend: Backend;
@@ -125,6 +128,7 @@ export async function startCoffer(opts: {
   const server = await startProcess({
     name: `coffer server (${opts.backend.name})`,
     args: [
+      ...SERVER_NODE_FLAGS,
       ...(opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
       join(opts.root, 'packages/server/dist/main.js'),
     ],
