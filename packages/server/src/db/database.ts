@@ -167,8 +167,32 @@ export async function migrateToLatest(db: Db): Promise<void> {
 }
 
 /**
- * Serialises writers of one project inside a transaction. PostgreSQL takes a row
- * lock on the project; SQLite already runs one write transaction at a time.
+ * The project's lock on PostgreSQL: an advisory transaction lock on the
+ * project id's hash (another project sharing the hash only waits a little
+ * longer). Shared by secret writers, exclusive for everything that must not
+ * interleave with them. Advisory locks queue fairly — a shared request waits
+ * behind an exclusive one already waiting — so a stream of writes can never
+ * starve a re-key, as shared row locks could.
+ */
+const PROJECT_LOCK_SPACE = 0x434f4646; // "COFF"
+
+async function projectAdvisoryLock(
+  trx: Kysely<Database>,
+  projectId: string,
+  mode: 'shared' | 'exclusive',
+): Promise<void> {
+  await (
+    mode === 'shared'
+      ? sql`select pg_advisory_xact_lock_shared(${PROJECT_LOCK_SPACE}, hashtext(${projectId}))`
+      : sql`select pg_advisory_xact_lock(${PROJECT_LOCK_SPACE}, hashtext(${projectId}))`
+  ).execute(trx);
+}
+
+/**
+ * Serialises writers of one project inside a transaction: waits for the
+ * project's secret writers to finish and keeps new ones out until commit.
+ * PostgreSQL takes the project's lock exclusively (and a row lock on the
+ * project); SQLite already runs one write transaction at a time.
  * Rules that read-then-write (last admin, vault epoch) call this first.
  */
 export async function lockProject(
@@ -177,8 +201,33 @@ export async function lockProject(
   projectId: string,
 ): Promise<boolean> {
   let query = trx.selectFrom('projects').select('id').where('id', '=', projectId);
-  if (dialect === 'postgres') query = query.forUpdate();
+  if (dialect === 'postgres') {
+    await projectAdvisoryLock(trx, projectId, 'exclusive');
+    query = query.forUpdate();
+  }
   return (await query.executeTakeFirst()) !== undefined;
+}
+
+/**
+ * The project's current key epoch, read once the project's lock is held
+ * SHARED on PostgreSQL: secret writers of one project run side by side, while
+ * anything that takes `lockProject` (re-key, a role change, deleting an
+ * environment) waits for them and they for it. The epoch is read by a second
+ * statement, whose snapshot is taken after the wait. Undefined when the
+ * project does not exist. SQLite runs one write transaction at a time anyway.
+ */
+export async function shareProjectEpoch(
+  trx: Kysely<Database>,
+  dialect: DialectName,
+  projectId: string,
+): Promise<number | undefined> {
+  if (dialect === 'postgres') await projectAdvisoryLock(trx, projectId, 'shared');
+  const row = await trx
+    .selectFrom('projects')
+    .select('vault_epoch')
+    .where('id', '=', projectId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : Number(row.vault_epoch);
 }
 
 /** `count(*)` is a bigint (a string through `pg`) on PostgreSQL and a number on SQLite. */

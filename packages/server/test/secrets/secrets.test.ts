@@ -157,6 +157,31 @@ for (const dialect of DIALECTS) {
       );
     });
 
+    it('concurrent writers creating the same new name all succeed, one version each', async () => {
+      const env = project.env.development;
+      const writers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          putSecret(t, project, env, 'RACED_NEW', `n${i}`, dev.headers),
+        ),
+      );
+      assert.deepEqual(
+        writers.map((r) => r.statusCode).sort(),
+        [200, 200, 200, 200, 200, 200, 200, 201],
+      );
+      assert.deepEqual(
+        writers.map((r) => dataOf(r).version as number).sort((a, b) => a - b),
+        [1, 2, 3, 4, 5, 6, 7, 8],
+      );
+      const stored = await t.testDb.db.kysely
+        .selectFrom('secret_versions as v')
+        .innerJoin('secrets as s', 's.id', 'v.secret_id')
+        .select('v.version')
+        .where('s.environment_id', '=', env.id)
+        .where('s.name', '=', 'RACED_NEW')
+        .execute();
+      assert.equal(stored.length, 8);
+    });
+
     it('a value encrypted under another epoch is 409 stale_epoch with the current epoch', async () => {
       const env = project.env.development;
       const res = await t.request({
@@ -455,6 +480,34 @@ for (const dialect of DIALECTS) {
             .orderBy('name')
             .execute()
         ).map((r) => r.name);
+
+      it('concurrent batches creating the same new names in opposite orders all succeed', async () => {
+        const names = ['RACE_BATCH_A', 'RACE_BATCH_B', 'RACE_BATCH_C'];
+        const batches = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            t.request({
+              method: 'POST',
+              url: batchUrl(),
+              headers: dev.headers,
+              body: {
+                secrets: (i % 2 ? [...names].reverse() : names).map((n) => item(n, `v${i}`)),
+              },
+            }),
+          ),
+        );
+        for (const res of batches) expectStatus(res, 200);
+        const versions = await t.testDb.db.kysely
+          .selectFrom('secrets')
+          .select(['name', 'version'])
+          .where('environment_id', '=', project.env.development.id)
+          .where('name', 'in', names)
+          .orderBy('name')
+          .execute();
+        assert.deepEqual(
+          versions.map((r) => [r.name, r.version]),
+          names.map((n) => [n, 6]),
+        );
+      });
 
       it('writes and deletes many secrets at once', async () => {
         expectStatus(

@@ -52,17 +52,19 @@ export async function listSecrets(
     .execute();
 }
 
+/** With `forUpdate` (PostgreSQL writers), the row stays locked until the transaction ends. */
 export async function findSecret(
   db: Kysely<Database>,
   environmentId: string,
   name: string,
+  forUpdate = false,
 ): Promise<SecretRow | undefined> {
-  return db
+  const query = db
     .selectFrom('secrets')
     .selectAll()
     .where('environment_id', '=', environmentId)
-    .where('name', '=', name)
-    .executeTakeFirst();
+    .where('name', '=', name);
+  return (forUpdate ? query.forUpdate() : query).executeTakeFirst();
 }
 
 const secretWithMembershipBy = (column: 'e.id' | 'e.slug') =>
@@ -130,33 +132,32 @@ export async function findSecretWithMembership(
   return { ...environment, secret };
 }
 
+/**
+ * With `forUpdate` (PostgreSQL writers) the rows stay locked until the
+ * transaction ends, taken in name order so two batches never wait on each other
+ * in a circle.
+ */
 export async function findSecretsByName(
   db: Kysely<Database>,
   environmentId: string,
   names: readonly string[],
+  forUpdate = false,
 ): Promise<SecretRow[]> {
-  return inChunks<string, SecretRow>(names, (chunk) =>
-    db
+  return inChunks<string, SecretRow>([...names].sort(), (chunk) => {
+    const query = db
       .selectFrom('secrets')
       .selectAll()
       .where('environment_id', '=', environmentId)
       .where('name', 'in', chunk)
-      .execute(),
-  );
+      .orderBy('name');
+    return (forUpdate ? query.forUpdate() : query).execute();
+  });
 }
 
-/** The project's current key epoch; read after `lockProject` so no re-key can slip in. */
-export async function vaultEpoch(db: Kysely<Database>, projectId: string): Promise<number> {
-  const row = await db
-    .selectFrom('projects')
-    .select('vault_epoch')
-    .where('id', '=', projectId)
-    .executeTakeFirstOrThrow();
-  return Number(row.vault_epoch);
-}
-
+/** In name order, like `findSecretsByName`, so concurrent batches claim names in one order. */
 export async function insertSecrets(db: Kysely<Database>, rows: readonly SecretRow[]) {
-  await inChunks(rows, (chunk) => db.insertInto('secrets').values(chunk).execute());
+  const ordered = [...rows].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  await inChunks(ordered, (chunk) => db.insertInto('secrets').values(chunk).execute());
 }
 
 export async function updateSecret(

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../app.js';
-import { lockProject } from '../../db/database.js';
+import { shareProjectEpoch } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
@@ -101,6 +101,19 @@ export interface SecretsServiceDeps extends Pick<AppContext, 'db' | 'clock' | 'l
   readAudit: AuditBuffer;
 }
 
+/** Runs of one write transaction that lost a race (see `write`) before its error is the answer. */
+const MAX_WRITE_ATTEMPTS = 3;
+
+/**
+ * PostgreSQL's unique violation (two writers created the same secret name at
+ * once: the second one runs again and finds the row) and deadlock (two batches
+ * inserting new names in a different order).
+ */
+function isWriteRace(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || code === '40P01';
+}
+
 export function secretsService(ctx: SecretsServiceDeps) {
   const db = ctx.db.kysely;
   const cache = ctx.listingCache;
@@ -109,6 +122,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
   const groupCommit = ctx.db.dialect === 'sqlite' ? new GroupCommit(db) : null;
   const transact = <T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
     groupCommit ? groupCommit.run(work) : db.transaction().execute(work);
+  // PostgreSQL writers run concurrently, so they lock the secret rows they change.
+  const lockRows = ctx.db.dialect === 'postgres';
 
   /**
    * Audits a read of values by an API key or CI token (names only), off the
@@ -127,11 +142,16 @@ export function secretsService(ctx: SecretsServiceDeps) {
   }
 
   /**
-   * The write transaction every secret change shares: locks the project (no
-   * re-key, demotion or environment delete can interleave), then resolves the
-   * caller's access on that committed state and requires write access, bumps
-   * the environment's revision, reads the current key epoch, and drops the
-   * cached listings after commit.
+   * The write transaction every secret change shares: reads the key epoch under
+   * a shared lock of the project (no re-key, role change or environment delete
+   * can interleave, but writers of one project run side by side on
+   * PostgreSQL), resolves the caller's access on that committed state and
+   * requires write access, runs the change, and bumps the environment's
+   * revision LAST, so its row lock (which serialises the environment's writers)
+   * is held only until the commit. Cached listings are dropped after commit.
+   * On PostgreSQL, changes lock the secret rows they read (`lockRows`); two
+   * writers creating the same name at once, or a rare deadlock between
+   * batches, are settled by running the loser again on the committed state.
    */
   async function write<T>(
     actor: Actor,
@@ -140,20 +160,32 @@ export function secretsService(ctx: SecretsServiceDeps) {
     change: (trx: Kysely<Database>, context: EnvironmentContext, epoch: number) => Promise<T>,
   ): Promise<T> {
     callerIn(actor.principal, projectId); // strangers never take the project's lock
-    const { environmentId, result } = await transact(async (trx) => {
-      if (!(await lockProject(trx, ctx.db.dialect, projectId))) throw notFound('Project');
-      const context = await resolveEnvironment(trx, actor.principal, projectId, ref);
-      requireWriter(context);
-      await bumpRevision(trx, [context.environment.id]);
-      const epoch = await repo.vaultEpoch(trx, projectId);
-      return { environmentId: context.environment.id, result: await change(trx, context, epoch) };
-    });
-    cache.invalidateEnvironments([environmentId]);
-    return result;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { environmentId, result } = await transact(async (trx) => {
+          const epoch = await shareProjectEpoch(trx, ctx.db.dialect, projectId);
+          if (epoch === undefined) throw notFound('Project');
+          const context = await resolveEnvironment(trx, actor.principal, projectId, ref);
+          requireWriter(context);
+          const result = await change(trx, context, epoch);
+          await bumpRevision(trx, [context.environment.id]);
+          return { environmentId: context.environment.id, result };
+        });
+        cache.invalidateEnvironments([environmentId]);
+        return result;
+      } catch (err) {
+        if (attempt >= MAX_WRITE_ATTEMPTS || !isWriteRace(err)) throw err;
+      }
+    }
   }
 
-  async function existingSecret(handle: Kysely<Database>, environmentId: string, name: string) {
-    const row = await repo.findSecret(handle, environmentId, name);
+  async function existingSecret(
+    handle: Kysely<Database>,
+    environmentId: string,
+    name: string,
+    forUpdate = false,
+  ) {
+    const row = await repo.findSecret(handle, environmentId, name, forUpdate);
     if (!row) throw notFound('Secret');
     return row;
   }
@@ -249,7 +281,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
         const environmentId = context.environment.id;
         const valueEpoch = epochOf(input.value);
         if (valueEpoch !== epoch) throw staleEpoch('value', epoch);
-        const existing = await repo.findSecret(trx, environmentId, name);
+        const existing = await repo.findSecret(trx, environmentId, name, lockRows);
         checkExpectedVersion('expected_version', input.expected_version, existing?.version ?? 0);
         const now = ctx.clock.now();
         const at = now.toISOString();
@@ -298,7 +330,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
     /** Deletes a secret with every version of it. */
     async remove(actor: Actor, projectId: string, ref: string, name: string): Promise<void> {
       await write(actor, projectId, ref, async (trx, context) => {
-        const row = await existingSecret(trx, context.environment.id, name);
+        const row = await existingSecret(trx, context.environment.id, name, lockRows);
         await repo.deleteSecrets(trx, [row.id]);
         await recordAudit(
           trx,
@@ -360,7 +392,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       input: RollbackInput,
     ): Promise<SecretObject> {
       return write(actor, projectId, ref, async (trx, context, epoch) => {
-        const secret = await existingSecret(trx, context.environment.id, name);
+        const secret = await existingSecret(trx, context.environment.id, name, lockRows);
         checkExpectedVersion('expected_version', input.expected_version, secret.version);
         const old = await repo.findVersion(trx, secret.id, input.version);
         if (!old) {
@@ -436,7 +468,10 @@ export function secretsService(ctx: SecretsServiceDeps) {
           if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
         });
         const existing = new Map(
-          (await repo.findSecretsByName(trx, environmentId, [...seen])).map((r) => [r.name, r]),
+          (await repo.findSecretsByName(trx, environmentId, [...seen], lockRows)).map((r) => [
+            r.name,
+            r,
+          ]),
         );
         items.forEach((item, i) =>
           checkExpectedVersion(
