@@ -209,25 +209,19 @@ export async function lockProject(
 }
 
 /**
- * The project's current key epoch, read once the project's lock is held
- * SHARED on PostgreSQL: secret writers of one project run side by side, while
- * anything that takes `lockProject` (re-key, a role change, deleting an
- * environment) waits for them and they for it. The epoch is read by a second
- * statement, whose snapshot is taken after the wait. Undefined when the
- * project does not exist. SQLite runs one write transaction at a time anyway.
+ * Holds the project's lock SHARED until the transaction ends (PostgreSQL):
+ * secret writers of one project run side by side, while anything that takes
+ * `lockProject` (re-key, a role change, deleting an environment) waits for
+ * them and they for it. Read what the lock protects (the key epoch, the
+ * caller's membership) in a later statement, whose snapshot is taken after
+ * the wait. SQLite runs one write transaction at a time anyway.
  */
-export async function shareProjectEpoch(
+export async function shareProjectLock(
   trx: Kysely<Database>,
   dialect: DialectName,
   projectId: string,
-): Promise<number | undefined> {
+): Promise<void> {
   if (dialect === 'postgres') await projectAdvisoryLock(trx, projectId, 'shared');
-  const row = await trx
-    .selectFrom('projects')
-    .select('vault_epoch')
-    .where('id', '=', projectId)
-    .executeTakeFirst();
-  return row === undefined ? undefined : Number(row.vault_epoch);
 }
 
 /** `count(*)` is a bigint (a string through `pg`) on PostgreSQL and a number on SQLite. */

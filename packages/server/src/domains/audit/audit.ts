@@ -46,6 +46,15 @@ function auditRow(actor: Actor, entry: AuditEntry, at: Date): Insertable<AuditEv
   };
 }
 
+/** The rows of several events of one actor at one time, for callers that write them themselves. */
+export function auditRows(
+  actor: Actor,
+  entries: readonly AuditEntry[],
+  at: Date,
+): Insertable<AuditEventTable>[] {
+  return entries.map((entry) => auditRow(actor, entry, at));
+}
+
 /**
  * Appends an audit event. Call it with the transaction's handle so the event
  * commits (or rolls back) together with the change it records.
@@ -65,7 +74,7 @@ export async function recordAudit(
 /** Rows per INSERT: 12 columns each stays far below every driver's parameter limit. */
 const ROWS_PER_INSERT = 200;
 
-async function insertAuditRows(
+export async function insertAuditRows(
   db: Kysely<Database>,
   rows: readonly Insertable<AuditEventTable>[],
 ): Promise<void> {
@@ -84,10 +93,7 @@ export async function recordAuditMany(
   entries: readonly AuditEntry[],
   at: Date,
 ): Promise<void> {
-  await insertAuditRows(
-    db,
-    entries.map((entry) => auditRow(actor, entry, at)),
-  );
+  await insertAuditRows(db, auditRows(actor, entries, at));
 }
 
 export interface AuditBufferOptions {

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Compilable, Kysely, Selectable } from 'kysely';
 import type { Database, EnvironmentTable } from '../../db/schema.js';
 import type { Role } from '../../http/principal.js';
 import type { ListParams } from '../../http/pagination.js';
@@ -37,26 +37,47 @@ export function environmentsWithMembership(
 
 export type EnvironmentWithMembership = EnvironmentRow & { member_role: Role | null };
 
-const membershipBy = (column: 'e.id' | 'e.slug') =>
-  preparedQuery((db, projectId: string, ref: string, userId: string) =>
-    environmentsWithMembership(db, projectId, userId).where(column, '=', ref),
-  );
-const membershipById = membershipBy('e.id');
-const membershipBySlug = membershipBy('e.slug');
-
 /**
- * The environment and the caller's membership of its project in ONE query:
- * the hot path of every secret read. No row when the environment does not exist.
+ * A prepared query on one environment of a project joined with the caller's
+ * membership, the environment named by id or by slug: compiled once per
+ * column, the right one picked per call. `extend` adds joins and columns (its
+ * extra string arguments are values, as for `preparedQuery`). The first row,
+ * or undefined when the environment does not exist.
  */
-export async function findEnvironmentWithMembership(
+export function environmentQuery<R, A extends string[] = []>(
+  extend: (query: ReturnType<typeof environmentsWithMembership>, ...extra: A) => Compilable<R>,
+): (
   db: Kysely<Database>,
   projectId: string,
   ref: string,
   userId: string,
-): Promise<EnvironmentWithMembership | undefined> {
-  const find = isEnvironmentId(ref) ? membershipById : membershipBySlug;
-  return (await find(db, projectId, ref, userId))[0];
+  ...extra: A
+) => Promise<R | undefined> {
+  const by = (column: 'e.id' | 'e.slug') =>
+    preparedQuery((db, projectId: string, ref: string, userId: string, ...extra: A) =>
+      extend(environmentsWithMembership(db, projectId, userId).where(column, '=', ref), ...extra),
+    );
+  const byId = by('e.id');
+  const bySlug = by('e.slug');
+  return async (db, projectId, ref, userId, ...extra) =>
+    (await (isEnvironmentId(ref) ? byId : bySlug)(db, projectId, ref, userId, ...extra))[0];
 }
+
+/**
+ * The environment and the caller's membership of its project in ONE query:
+ * the hot path of every secret read. Undefined when the environment does not exist.
+ */
+export const findEnvironmentWithMembership = environmentQuery<EnvironmentWithMembership>(
+  (query) => query,
+);
+
+/**
+ * `findEnvironmentWithMembership` plus the project's current key epoch, in one
+ * query: how a secret write starts once it holds the project's lock.
+ */
+export const findEnvironmentForWrite = environmentQuery<
+  EnvironmentWithMembership & { vault_epoch: number }
+>((query) => query.innerJoin('projects as p', 'p.id', 'e.project_id').select('p.vault_epoch'));
 
 export async function findEnvironment(
   db: Kysely<Database>,

@@ -1,13 +1,19 @@
-import type { Kysely, Selectable } from 'kysely';
-import type { Database, SecretTable, SecretVersionTable } from '../../db/schema.js';
+import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { DialectName } from '../../db/database.js';
+import type {
+  AuditEventTable,
+  Database,
+  SecretTable,
+  SecretVersionTable,
+} from '../../db/schema.js';
+import { insertAuditRows } from '../audit/audit.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
 import {
-  environmentsWithMembership,
-  isEnvironmentId,
+  bumpRevision,
+  environmentQuery,
   type EnvironmentWithMembership,
 } from '../environments/environments.repo.js';
-import { preparedQuery } from '../environments/prepared-query.js';
 
 export type SecretRow = Selectable<SecretTable>;
 export type SecretVersionRow = Selectable<SecretVersionTable>;
@@ -67,26 +73,22 @@ export async function findSecret(
   return (forUpdate ? query.forUpdate() : query).executeTakeFirst();
 }
 
-const secretWithMembershipBy = (column: 'e.id' | 'e.slug') =>
-  preparedQuery((db, projectId: string, ref: string, userId: string, name: string) =>
-    environmentsWithMembership(db, projectId, userId)
-      .leftJoin('secrets as s', (join) =>
-        join.onRef('s.environment_id', '=', 'e.id').on('s.name', '=', name),
-      )
-      .select([
-        's.id as secret_id',
-        's.version as secret_version',
-        's.value as secret_value',
-        's.epoch as secret_epoch',
-        's.comment as secret_comment',
-        's.created_at as secret_created_at',
-        's.updated_at as secret_updated_at',
-        's.updated_by as secret_updated_by',
-      ])
-      .where(column, '=', ref),
-  );
-const secretWithMembershipById = secretWithMembershipBy('e.id');
-const secretWithMembershipBySlug = secretWithMembershipBy('e.slug');
+const secretWithMembership = environmentQuery((query, name: string) =>
+  query
+    .leftJoin('secrets as s', (join) =>
+      join.onRef('s.environment_id', '=', 'e.id').on('s.name', '=', name),
+    )
+    .select([
+      's.id as secret_id',
+      's.version as secret_version',
+      's.value as secret_value',
+      's.epoch as secret_epoch',
+      's.comment as secret_comment',
+      's.created_at as secret_created_at',
+      's.updated_at as secret_updated_at',
+      's.updated_by as secret_updated_by',
+    ]),
+);
 
 /**
  * The environment, the caller's membership and the secret `name` in one query:
@@ -99,8 +101,7 @@ export async function findSecretWithMembership(
   userId: string,
   name: string,
 ): Promise<(EnvironmentWithMembership & { secret: SecretRow | undefined }) | undefined> {
-  const find = isEnvironmentId(ref) ? secretWithMembershipById : secretWithMembershipBySlug;
-  const row = (await find(db, projectId, ref, userId, name))[0];
+  const row = await secretWithMembership(db, projectId, ref, userId, name);
   if (!row) return undefined;
   const {
     secret_id,
@@ -175,6 +176,47 @@ export async function updateSecret(
 
 export async function insertVersions(db: Kysely<Database>, rows: readonly SecretVersionRow[]) {
   await inChunks(rows, (chunk) => db.insertInto('secret_versions').values(chunk).execute());
+}
+
+/**
+ * The end of every secret write: appends the change's versions and audit
+ * events and bumps the environment's revision (which the listing cache keys
+ * on). On PostgreSQL that is ONE statement (data-modifying CTEs) instead of
+ * three round trips, each of which other writers of the environment would
+ * wait for; very large batches take the chunked path.
+ */
+export async function appendAndBump(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  environmentId: string,
+  rows: {
+    versions: readonly SecretVersionRow[];
+    audit: readonly Insertable<AuditEventTable>[];
+  },
+): Promise<void> {
+  const { versions, audit } = rows;
+  if (
+    dialect !== 'postgres' ||
+    audit.length === 0 ||
+    versions.length > CHUNK ||
+    audit.length > CHUNK
+  ) {
+    await insertVersions(db, versions);
+    await insertAuditRows(db, audit);
+    await bumpRevision(db, [environmentId]);
+    return;
+  }
+  let creator = db.with('appended_audit', (qc) => qc.insertInto('audit_events').values([...audit]));
+  if (versions.length > 0) {
+    creator = creator.with('appended_versions', (qc) =>
+      qc.insertInto('secret_versions').values([...versions]),
+    ) as unknown as typeof creator;
+  }
+  await creator
+    .updateTable('environments')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('id', '=', environmentId)
+    .execute();
 }
 
 /** Deletes secrets; their versions go with them (foreign-key cascade). */

@@ -1,17 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../app.js';
-import { shareProjectEpoch } from '../../db/database.js';
+import { shareProjectLock } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import { newId } from '../../ids.js';
-import {
-  recordAudit,
-  recordAuditMany,
-  type Actor,
-  type AuditBuffer,
-  type AuditEntry,
-} from '../audit/audit.js';
+import { auditRows, type Actor, type AuditBuffer, type AuditEntry } from '../audit/audit.js';
 import {
   callerIn,
   requireReader,
@@ -20,10 +14,11 @@ import {
   resolveEnvironmentWith,
   type EnvironmentContext,
 } from '../environments/environment-access.js';
-import { bumpRevision } from '../environments/environments.repo.js';
 import { GroupCommit } from './group-commit.js';
+import { findEnvironmentForWrite } from '../environments/environments.repo.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
+import { appendAndBump } from './secrets.repo.js';
 import {
   MAX_BATCH_ITEMS,
   type BatchInput,
@@ -101,6 +96,19 @@ export interface SecretsServiceDeps extends Pick<AppContext, 'db' | 'clock' | 'l
   readAudit: AuditBuffer;
 }
 
+/** An audit event of a secret change; the project and target type are filled in by `write`. */
+type SecretAudit = Omit<AuditEntry, 'projectId' | 'targetType'>;
+
+/**
+ * What a secret change did besides changing `secrets`: the versions and audit
+ * events it appends, written by `write` together with the revision bump.
+ */
+interface Change<T> {
+  result: T;
+  versions: repo.SecretVersionRow[];
+  audit: SecretAudit[];
+}
+
 /** Runs of one write transaction that lost a race (see `write`) before its error is the answer. */
 const MAX_WRITE_ATTEMPTS = 3;
 
@@ -142,13 +150,14 @@ export function secretsService(ctx: SecretsServiceDeps) {
   }
 
   /**
-   * The write transaction every secret change shares: reads the key epoch under
-   * a shared lock of the project (no re-key, role change or environment delete
-   * can interleave, but writers of one project run side by side on
-   * PostgreSQL), resolves the caller's access on that committed state and
-   * requires write access, runs the change, and bumps the environment's
-   * revision LAST, so its row lock (which serialises the environment's writers)
-   * is held only until the commit. Cached listings are dropped after commit.
+   * The write transaction every secret change shares: takes the project's lock
+   * shared (no re-key, role change or environment delete can interleave, but
+   * writers of one project run side by side on PostgreSQL), then reads the
+   * environment, the caller's membership and the key epoch in one query on
+   * that committed state and requires write access, runs the change, and
+   * appends its versions and audit events with the environment's revision bump
+   * LAST, so that row lock (which serialises the environment's writers) is held
+   * only until the commit. Cached listings are dropped after commit.
    * On PostgreSQL, changes lock the secret rows they read (`lockRows`); two
    * writers creating the same name at once, or a rare deadlock between
    * batches, are settled by running the loser again on the committed state.
@@ -157,18 +166,36 @@ export function secretsService(ctx: SecretsServiceDeps) {
     actor: Actor,
     projectId: string,
     ref: string,
-    change: (trx: Kysely<Database>, context: EnvironmentContext, epoch: number) => Promise<T>,
+    change: (
+      trx: Kysely<Database>,
+      context: EnvironmentContext,
+      epoch: number,
+      now: Date,
+    ) => Promise<Change<T>>,
   ): Promise<T> {
     callerIn(actor.principal, projectId); // strangers never take the project's lock
     for (let attempt = 1; ; attempt++) {
       try {
         const { environmentId, result } = await transact(async (trx) => {
-          const epoch = await shareProjectEpoch(trx, ctx.db.dialect, projectId);
-          if (epoch === undefined) throw notFound('Project');
-          const context = await resolveEnvironment(trx, actor.principal, projectId, ref);
+          await shareProjectLock(trx, ctx.db.dialect, projectId);
+          const { context, row } = await resolveEnvironmentWith(
+            trx,
+            actor.principal,
+            projectId,
+            (userId) => findEnvironmentForWrite(trx, projectId, ref, userId),
+          );
           requireWriter(context);
-          const result = await change(trx, context, epoch);
-          await bumpRevision(trx, [context.environment.id]);
+          const epoch = Number(row.vault_epoch);
+          const now = ctx.clock.now();
+          const { result, versions, audit } = await change(trx, context, epoch, now);
+          await appendAndBump(trx, ctx.db.dialect, context.environment.id, {
+            versions,
+            audit: auditRows(
+              actor,
+              audit.map((entry) => ({ projectId, targetType: 'secret', ...entry })),
+              now,
+            ),
+          });
           return { environmentId: context.environment.id, result };
         });
         cache.invalidateEnvironments([environmentId]);
@@ -277,13 +304,12 @@ export function secretsService(ctx: SecretsServiceDeps) {
       name: string,
       input: PutSecretInput,
     ): Promise<{ secret: SecretObject; created: boolean }> {
-      return write(actor, projectId, ref, async (trx, context, epoch) => {
+      return write(actor, projectId, ref, async (trx, context, epoch, now) => {
         const environmentId = context.environment.id;
         const valueEpoch = epochOf(input.value);
         if (valueEpoch !== epoch) throw staleEpoch('value', epoch);
         const existing = await repo.findSecret(trx, environmentId, name, lockRows);
         checkExpectedVersion('expected_version', input.expected_version, existing?.version ?? 0);
-        const now = ctx.clock.now();
         const at = now.toISOString();
         const row: repo.SecretRow = existing
           ? {
@@ -310,20 +336,17 @@ export function secretsService(ctx: SecretsServiceDeps) {
             };
         if (existing) await repo.updateSecret(trx, row.id, row);
         else await repo.insertSecrets(trx, [row]);
-        await repo.insertVersions(trx, [versionOf(row)]);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: existing ? 'secret.updated' : 'secret.created',
-            targetType: 'secret',
-            targetId: row.id,
-            data: { environment_id: environmentId, name, version: row.version },
-          },
-          now,
-        );
-        return { secret: toSecret(row, true), created: !existing };
+        return {
+          result: { secret: toSecret(row, true), created: !existing },
+          versions: [versionOf(row)],
+          audit: [
+            {
+              action: existing ? 'secret.updated' : 'secret.created',
+              targetId: row.id,
+              data: { environment_id: environmentId, name, version: row.version },
+            },
+          ],
+        };
       });
     },
 
@@ -332,18 +355,17 @@ export function secretsService(ctx: SecretsServiceDeps) {
       await write(actor, projectId, ref, async (trx, context) => {
         const row = await existingSecret(trx, context.environment.id, name, lockRows);
         await repo.deleteSecrets(trx, [row.id]);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'secret.deleted',
-            targetType: 'secret',
-            targetId: row.id,
-            data: { environment_id: row.environment_id, name, version: row.version },
-          },
-          ctx.clock.now(),
-        );
+        return {
+          result: undefined,
+          versions: [],
+          audit: [
+            {
+              action: 'secret.deleted',
+              targetId: row.id,
+              data: { environment_id: row.environment_id, name, version: row.version },
+            },
+          ],
+        };
       });
     },
 
@@ -391,7 +413,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       name: string,
       input: RollbackInput,
     ): Promise<SecretObject> {
-      return write(actor, projectId, ref, async (trx, context, epoch) => {
+      return write(actor, projectId, ref, async (trx, context, epoch, now) => {
         const secret = await existingSecret(trx, context.environment.id, name, lockRows);
         checkExpectedVersion('expected_version', input.expected_version, secret.version);
         const old = await repo.findVersion(trx, secret.id, input.version);
@@ -407,7 +429,6 @@ export function secretsService(ctx: SecretsServiceDeps) {
             [{ field: 'version', issue: 'stale_epoch', current_epoch: epoch }],
           );
         }
-        const now = ctx.clock.now();
         const row: repo.SecretRow = {
           ...secret,
           value: old.value,
@@ -417,25 +438,22 @@ export function secretsService(ctx: SecretsServiceDeps) {
           updated_by: context.access.userId,
         };
         await repo.updateSecret(trx, row.id, row);
-        await repo.insertVersions(trx, [versionOf(row)]);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'secret.rolled_back',
-            targetType: 'secret',
-            targetId: row.id,
-            data: {
-              environment_id: row.environment_id,
-              name,
-              from_version: input.version,
-              version: row.version,
+        return {
+          result: toSecret(row, true),
+          versions: [versionOf(row)],
+          audit: [
+            {
+              action: 'secret.rolled_back',
+              targetId: row.id,
+              data: {
+                environment_id: row.environment_id,
+                name,
+                from_version: input.version,
+                version: row.version,
+              },
             },
-          },
-          now,
-        );
-        return toSecret(row, true);
+          ],
+        };
       });
     },
 
@@ -462,7 +480,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
         seen.add(name);
       }
 
-      return write(actor, projectId, ref, async (trx, context, epoch) => {
+      return write(actor, projectId, ref, async (trx, context, epoch, now) => {
         const environmentId = context.environment.id;
         items.forEach((item, i) => {
           if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
@@ -490,7 +508,6 @@ export function secretsService(ctx: SecretsServiceDeps) {
           return row;
         });
 
-        const now = ctx.clock.now();
         const at = now.toISOString();
         const written = items.map((item): { row: repo.SecretRow; created: boolean } => {
           const old = existing.get(item.name);
@@ -535,14 +552,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
         for (const { row } of written.filter((w) => !w.created)) {
           await repo.updateSecret(trx, row.id, row);
         }
-        await repo.insertVersions(
-          trx,
-          written.map((w) => versionOf(w.row)),
-        );
-        const audit = (action: string, row: repo.SecretRow): AuditEntry => ({
-          projectId,
+        const audit = (action: string, row: repo.SecretRow): SecretAudit => ({
           action,
-          targetType: 'secret',
           targetId: row.id,
           data: {
             environment_id: environmentId,
@@ -551,18 +562,16 @@ export function secretsService(ctx: SecretsServiceDeps) {
             batch: true,
           },
         });
-        await recordAuditMany(
-          trx,
-          actor,
-          [
+        return {
+          result: {
+            secrets: written.map((w) => toSecret(w.row, true)),
+            deleted: deleted.map((r) => r.name),
+          },
+          versions: written.map((w) => versionOf(w.row)),
+          audit: [
             ...written.map((w) => audit(w.created ? 'secret.created' : 'secret.updated', w.row)),
             ...deleted.map((row) => audit('secret.deleted', row)),
           ],
-          now,
-        );
-        return {
-          secrets: written.map((w) => toSecret(w.row, true)),
-          deleted: deleted.map((r) => r.name),
         };
       });
     },
