@@ -61,9 +61,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
       ping: async () => {
         sqlite.prepare('select 1').get();
       },
+      // The reader first: the last connection to close checkpoints and removes the WAL.
       close: async () => {
-        await kysely.destroy();
         reader.close();
+        await kysely.destroy();
       },
     };
   }
