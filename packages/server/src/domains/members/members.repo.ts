@@ -100,12 +100,11 @@ export async function deleteMember(db: Kysely<Database>, memberId: string): Prom
   await db.deleteFrom('members').where('id', '=', memberId).execute();
 }
 
-function filtered(db: Kysely<Database>, projectId: string, filters: MemberFilters) {
-  let query = membersWithUsers(db).where('members.project_id', '=', projectId);
-  if (filters.role) query = query.where('members.role', '=', filters.role);
-  if (filters.status) query = query.where('members.status', '=', filters.status);
-  return query;
-}
+/** What a member list item shows: fewer columns than a whole row (a page is up to 100 of them). */
+export type MemberListRow = Pick<
+  MemberRow,
+  'id' | 'user_id' | 'role' | 'status' | 'joined_at' | 'invited_at' | 'created_at'
+> & { email: string; name: string };
 
 export function listMembers(
   db: Kysely<Database>,
@@ -113,14 +112,25 @@ export function listMembers(
   projectId: string,
   filters: MemberFilters,
   params: ListParams<MemberSort>,
-): Promise<MemberWithUser[]> {
-  return pageOf(
-    filtered(db, projectId, filters),
-    dialect,
-    SORT_COLUMNS,
-    params,
-    'members.id',
-  ).execute();
+): Promise<MemberListRow[]> {
+  let query = db
+    .selectFrom('members')
+    .innerJoin('users', 'users.id', 'members.user_id')
+    .select([
+      'members.id',
+      'members.user_id',
+      'members.role',
+      'members.status',
+      'members.joined_at',
+      'members.invited_at',
+      'members.created_at',
+      'users.email as email',
+      'users.name as name',
+    ])
+    .where('members.project_id', '=', projectId);
+  if (filters.role) query = query.where('members.role', '=', filters.role);
+  if (filters.status) query = query.where('members.status', '=', filters.status);
+  return pageOf(query, dialect, SORT_COLUMNS, params, 'members.id').execute();
 }
 
 export async function countMembers(

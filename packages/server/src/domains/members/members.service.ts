@@ -28,6 +28,7 @@ import {
   revokeUserTokens,
   updateMember,
   type MemberFilters,
+  type MemberListRow,
   type MemberSort,
   type MemberWithUser,
 } from './members.repo.js';
@@ -287,7 +288,7 @@ export function membersService(ctx: Deps) {
 
 export type MembersService = ReturnType<typeof membersService>;
 
-function toListItem(row: MemberWithUser) {
+function toListItem(row: MemberListRow) {
   const base = { id: row.id, user: userRef(row), role: row.role, status: row.status };
   return row.status === 'active'
     ? { ...base, joined_at: row.joined_at ?? row.created_at }

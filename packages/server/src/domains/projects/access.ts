@@ -31,8 +31,9 @@ export async function projectAccess(
   projectId: string,
 ): Promise<ProjectAccess> {
   if (!principal) throw new AppError('unauthenticated', 'Authentication required');
-  const notFound = new AppError('not_found', 'Project not found');
-  if (principal.kind !== 'session' && principal.projectId !== projectId) throw notFound;
+  // Built only when thrown: an Error captures its stack, which costs on every request.
+  const notFound = () => new AppError('not_found', 'Project not found');
+  if (principal.kind !== 'session' && principal.projectId !== projectId) throw notFound();
 
   const member = await db
     .selectFrom('members')
@@ -41,7 +42,7 @@ export async function projectAccess(
     .where('user_id', '=', principal.userId)
     .where('status', '=', 'active')
     .executeTakeFirst();
-  if (!member) throw notFound;
+  if (!member) throw notFound();
 
   return {
     projectId,
