@@ -8,6 +8,8 @@ import {
   SqliteDialect,
   sql,
   type Dialect,
+  type PostgresPool,
+  type PostgresPoolClient,
   type SqliteDatabase,
 } from 'kysely';
 import pg from 'pg';
@@ -75,7 +77,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     // pool drops that connection and opens a new one for the next query, and a
     // query that fails meanwhile surfaces as that request's 500.
     pool.on('error', () => undefined);
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const kysely = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
+    });
     pools.set(kysely, pool);
     return postgresDb(kysely);
   }
@@ -144,6 +148,55 @@ export function sqliteReader(
   db: Kysely<Database>,
 ): ((sql: string) => SQLite.Statement) | undefined {
   return readers.get(db);
+}
+
+/** Distinct SQL texts a pool prepares; beyond them (or for longer texts) statements are parsed each time. */
+const MAX_PREPARED_TEXTS = 1000;
+const MAX_PREPARED_LENGTH = 8000;
+
+/**
+ * The pool as Kysely sees it, with every parameterised statement sent as a
+ * named prepared statement: PostgreSQL parses and plans each distinct SQL text
+ * once per connection instead of on every execution (a request repeats the
+ * same few). Texts are named in order of first use, up to
+ * `MAX_PREPARED_TEXTS` short ones per pool, so the statements each server
+ * connection keeps stay bounded; multi-row inserts of varying size and
+ * anything past the bound run unnamed as before.
+ */
+function preparingStatements(pool: pg.Pool): PostgresPool {
+  const names = new Map<string, string>();
+  const nameOf = (text: string): string | undefined => {
+    let name = names.get(text);
+    if (
+      name === undefined &&
+      names.size < MAX_PREPARED_TEXTS &&
+      text.length <= MAX_PREPARED_LENGTH
+    ) {
+      name = `coffer_${names.size}`;
+      names.set(text, name);
+    }
+    return name;
+  };
+  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+    let wrapper = wrappers.get(client);
+    if (!wrapper) {
+      wrapper = {
+        // Kysely calls query(sql, parameters); it passes a cursor only for streaming, which Coffer never does.
+        query: ((text: string, values?: unknown[]) => {
+          const name = values?.length ? nameOf(text) : undefined;
+          return name ? client.query({ name, text, values }) : client.query(text, values);
+        }) as unknown as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+      wrappers.set(client, wrapper);
+    }
+    return wrapper;
+  };
+  return {
+    connect: async () => wrap(await pool.connect()),
+    end: () => pool.end(),
+  };
 }
 
 function postgresDb(kysely: Kysely<Database>): Db {
