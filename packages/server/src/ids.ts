@@ -21,13 +21,26 @@ export type IdKind = keyof typeof ID_PREFIX;
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SUFFIX_LENGTH = 20;
 
+/**
+ * CSPRNG bytes drawn 4 KiB at a time: one `randomBytes` per 150-odd ids
+ * instead of one per id (a write creates several: secret, version, audit event).
+ */
+let pool = Buffer.alloc(0);
+let offset = 0;
+function randomByte(): number {
+  if (offset >= pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
+  return pool[offset++]!;
+}
+
 export function newId(kind: IdKind): string {
   // Rejection sampling keeps every character uniform over the 62-letter alphabet.
   let suffix = '';
   while (suffix.length < SUFFIX_LENGTH) {
-    for (const byte of randomBytes(32)) {
-      if (byte < 248 && suffix.length < SUFFIX_LENGTH) suffix += ALPHABET[byte % 62];
-    }
+    const byte = randomByte();
+    if (byte < 248) suffix += ALPHABET[byte % 62];
   }
   return `${ID_PREFIX[kind]}_${suffix}`;
 }
@@ -36,9 +49,13 @@ export function idPattern(kind: IdKind): string {
   return `^${ID_PREFIX[kind]}_[0-9A-Za-z]{${SUFFIX_LENGTH}}$`;
 }
 
+const PATTERNS = new Map<IdKind, RegExp>();
+
 export function isId(kind: IdKind, value: string): boolean {
-  return (
-    value.length === ID_PREFIX[kind].length + 1 + SUFFIX_LENGTH &&
-    new RegExp(idPattern(kind)).test(value)
-  );
+  let pattern = PATTERNS.get(kind);
+  if (!pattern) {
+    pattern = new RegExp(idPattern(kind));
+    PATTERNS.set(kind, pattern);
+  }
+  return value.length === ID_PREFIX[kind].length + 1 + SUFFIX_LENGTH && pattern.test(value);
 }
