@@ -53,11 +53,13 @@ function replyForLog(reply: FastifyReply) {
   return typeof reply?.statusCode === 'number' ? { statusCode: reply.statusCode } : reply;
 }
 
-/** The objects Fastify and Coffer log under these keys, reduced to what a log line may show. */
+/**
+ * The objects Fastify logs under these keys, reduced to what a log line may
+ * show. Errors need no entry: `redact` serializes every Error it meets.
+ */
 const SERIALIZERS: Record<string, (value: never) => unknown> = {
   req: requestForLog,
   res: replyForLog,
-  err: stdSerializers.err,
 };
 
 /**
@@ -83,18 +85,14 @@ export function redact(value: unknown, depth = REDACT_DEPTH): unknown {
 
 /** A log line's own fields: Fastify's objects serialized first, then everything redacted. */
 function safeLogObject(line: Record<string, unknown>): Record<string, unknown> {
-  let copy: Record<string, unknown> | null = null;
-  for (const key of Object.keys(line)) {
-    const value = line[key];
-    const serialize = SERIALIZERS[key];
-    const safe = SECRET_FIELDS.has(key.toLowerCase())
-      ? CENSOR
-      : redact(serialize ? serialize(value as never) : value);
-    if (safe === value) continue;
-    copy ??= { ...line };
-    copy[key] = safe;
+  let serialized = line;
+  for (const key of Object.keys(SERIALIZERS)) {
+    if (line[key] === undefined) continue;
+    if (serialized === line) serialized = { ...line };
+    serialized[key] = SERIALIZERS[key]!(line[key] as never);
   }
-  return copy ?? line;
+  // One level more than `redact`'s own default: the line's fields count from 0.
+  return redact(serialized, REDACT_DEPTH + 1) as Record<string, unknown>;
 }
 
 const unchanged = (value: unknown) => value;
