@@ -233,6 +233,47 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
     return use(entry, now);
   }
 
+  async function loadApiKey(hash: string): Promise<LoadedCredential | null> {
+    const key = await db
+      .selectFrom('api_keys')
+      .select([...TOKEN_COLUMNS, 'role'])
+      .where('token_hash', '=', hash)
+      .executeTakeFirst();
+    if (!key || key.revoked_at) return null;
+    return {
+      principal: {
+        kind: 'api_key',
+        id: key.id,
+        projectId: key.project_id,
+        userId: key.created_by,
+        role: key.role,
+        scopes: JSON.parse(key.scopes) as Scopes,
+      },
+      expiresAt: key.expires_at,
+      lastUsedAt: key.last_used_at,
+    };
+  }
+
+  async function loadCiToken(hash: string): Promise<LoadedCredential | null> {
+    const token = await db
+      .selectFrom('ci_tokens')
+      .select(TOKEN_COLUMNS)
+      .where('token_hash', '=', hash)
+      .executeTakeFirst();
+    if (!token || token.revoked_at) return null;
+    return {
+      principal: {
+        kind: 'ci_token',
+        id: token.id,
+        projectId: token.project_id,
+        userId: token.created_by,
+        scopes: JSON.parse(token.scopes) as Scopes,
+      },
+      expiresAt: token.expires_at,
+      lastUsedAt: token.last_used_at,
+    };
+  }
+
   return {
     resolveSession(token, now) {
       return resolve(hashToken(token), now, async (hash) => {
@@ -251,57 +292,18 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
     },
 
     async resolveBearer(bearer, now) {
-      const hash = hashToken(bearer);
-      // A cached credential was well-formed when it was loaded; only a miss is checked.
-      const cached = cache.get(hash, now.getTime());
-      if (cached) return use(cached, now);
-      // The checksum rejects typos and random strings without a database lookup.
-      await ready();
-      if (!isWellFormedBearer(bearer)) return INVALID;
-      if (bearer.startsWith('cek_')) {
-        return resolve(hash, now, async () => {
-          const key = await db
-            .selectFrom('api_keys')
-            .select([...TOKEN_COLUMNS, 'role'])
-            .where('token_hash', '=', hash)
-            .executeTakeFirst();
-          if (!key || key.revoked_at) return null;
-          return {
-            principal: {
-              kind: 'api_key',
-              id: key.id,
-              projectId: key.project_id,
-              userId: key.created_by,
-              role: key.role,
-              scopes: JSON.parse(key.scopes) as Scopes,
-            },
-            expiresAt: key.expires_at,
-            lastUsedAt: key.last_used_at,
-          };
-        });
-      }
-      if (bearer.startsWith('ci_')) {
-        return resolve(hash, now, async () => {
-          const token = await db
-            .selectFrom('ci_tokens')
-            .select(TOKEN_COLUMNS)
-            .where('token_hash', '=', hash)
-            .executeTakeFirst();
-          if (!token || token.revoked_at) return null;
-          return {
-            principal: {
-              kind: 'ci_token',
-              id: token.id,
-              projectId: token.project_id,
-              userId: token.created_by,
-              scopes: JSON.parse(token.scopes) as Scopes,
-            },
-            expiresAt: token.expires_at,
-            lastUsedAt: token.last_used_at,
-          };
-        });
-      }
-      return INVALID;
+      const load = bearer.startsWith('cek_')
+        ? loadApiKey
+        : bearer.startsWith('ci_')
+          ? loadCiToken
+          : null;
+      if (!load) return INVALID;
+      return resolve(hashToken(bearer), now, async (hash) => {
+        // Only a cache miss gets here (a cached credential passed when it was loaded):
+        // the checksum rejects typos and random strings without a database lookup.
+        await ready();
+        return isWellFormedBearer(bearer) ? load(hash) : null;
+      });
     },
   };
 }
