@@ -80,7 +80,6 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     const kysely = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
     });
-    pools.set(kysely, pool);
     return postgresDb(kysely);
   }
   const kysely = new Kysely<Database>({ dialect: target.dialect });
@@ -130,18 +129,6 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
  * connection — and every write is committed before it is acknowledged.
  */
 const readers = new WeakMap<Kysely<Database>, (sql: string) => SQLite.Statement>();
-
-/**
- * A PostgreSQL database's pool, by its Kysely handle: `preparedQuery` runs its
- * statements there as named prepared statements, parsed and planned once per
- * connection instead of on every request.
- */
-const pools = new WeakMap<Kysely<Database>, pg.Pool>();
-
-/** The pool behind `db` when it is a PostgreSQL database's own handle (not a transaction). */
-export function postgresPool(db: Kysely<Database>): pg.Pool | undefined {
-  return pools.get(db);
-}
 
 /** The read-only statement source of `db` when it is a SQLite database's own handle (not a transaction). */
 export function sqliteReader(

@@ -1,9 +1,6 @@
 import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
-import { postgresPool, sqliteReader } from '../../db/database.js';
+import { sqliteReader } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-
-/** Numbers the prepared statements' names (unique per process, as PostgreSQL needs per connection). */
-let statements = 0;
 
 /**
  * A query whose SQL is built and compiled once per SQL dialect, for the
@@ -13,16 +10,16 @@ let statements = 0;
  * `build` must use its string arguments as values only (never to choose the
  * shape of the query); they are compiled as markers and swapped for the real
  * values on every call, whatever order the compiler put them in.
- * Outside a transaction it skips Kysely's per-query machinery: on SQLite the
- * statement runs on the database's read-only connection (`sqliteReader`), on
- * PostgreSQL as a named prepared statement (`postgresPool`).
+ * On SQLite, outside a transaction, the statement runs on the database's
+ * read-only connection (`sqliteReader`), without Kysely's queue. (On
+ * PostgreSQL every statement is a prepared one already; see `openDatabase`.)
  */
 export function preparedQuery<A extends string[], R>(
   build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
 ): (db: Kysely<Database>, ...args: A) => Promise<R[]> {
   const compiledFor = new Map<
     unknown,
-    { name: string; sql: string; parameters: readonly unknown[]; argumentAt: number[] }
+    { sql: string; parameters: readonly unknown[]; argumentAt: number[] }
   >();
   return async (db, ...args) => {
     const dialect = db.getExecutor().adapter.constructor;
@@ -31,19 +28,16 @@ export function preparedQuery<A extends string[], R>(
       const markers = args.map((_, i) => `\u0000argument-${i}\u0000`) as A;
       const query = build(db, ...markers).compile();
       compiled = {
-        name: `coffer_prepared_${statements++}`,
         sql: query.sql,
         parameters: query.parameters,
         argumentAt: query.parameters.map((p) => markers.indexOf(p as string)),
       };
       compiledFor.set(dialect, compiled);
     }
-    const { name, sql, parameters, argumentAt } = compiled;
+    const { sql, parameters, argumentAt } = compiled;
     const values = parameters.map((p, i) => (argumentAt[i]! >= 0 ? args[argumentAt[i]!] : p));
     const reader = sqliteReader(db);
     if (reader) return reader(sql).all(values) as R[];
-    const pool = postgresPool(db);
-    if (pool) return (await pool.query({ name, text: sql, values })).rows as R[];
     return (await db.executeQuery<R>(CompiledQuery.raw(sql, values))).rows;
   };
 }
