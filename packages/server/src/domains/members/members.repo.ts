@@ -36,10 +36,11 @@ export interface MemberFilters {
   status?: MemberStatus;
 }
 
+const membersJoinUsers = (db: Kysely<Database>) =>
+  db.selectFrom('members').innerJoin('users', 'users.id', 'members.user_id');
+
 function membersWithUsers(db: Kysely<Database>) {
-  return db
-    .selectFrom('members')
-    .innerJoin('users', 'users.id', 'members.user_id')
+  return membersJoinUsers(db)
     .selectAll('members')
     .select(['users.email as email', 'users.name as name']);
 }
@@ -113,24 +114,21 @@ export function listMembers(
   filters: MemberFilters,
   params: ListParams<MemberSort>,
 ): Promise<MemberListRow[]> {
-  let query = db
-    .selectFrom('members')
-    .innerJoin('users', 'users.id', 'members.user_id')
-    .select([
-      'members.id',
-      'members.user_id',
-      'members.role',
-      'members.status',
-      'members.joined_at',
-      'members.invited_at',
-      'members.created_at',
-      'users.email as email',
-      'users.name as name',
-    ])
-    .where('members.project_id', '=', projectId);
+  let query = membersJoinUsers(db).where('members.project_id', '=', projectId);
   if (filters.role) query = query.where('members.role', '=', filters.role);
   if (filters.status) query = query.where('members.status', '=', filters.status);
-  return pageOf(query, dialect, SORT_COLUMNS, params, 'members.id').execute();
+  const listed = query.select([
+    'members.id',
+    'members.user_id',
+    'members.role',
+    'members.status',
+    'members.joined_at',
+    'members.invited_at',
+    'members.created_at',
+    'users.email as email',
+    'users.name as name',
+  ]);
+  return pageOf(listed, dialect, SORT_COLUMNS, params, 'members.id').execute();
 }
 
 export async function countMembers(

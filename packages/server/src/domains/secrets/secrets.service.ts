@@ -14,11 +14,10 @@ import {
   resolveEnvironmentWith,
   type EnvironmentContext,
 } from '../environments/environment-access.js';
-import { GroupCommit } from './group-commit.js';
 import { findEnvironmentForWrite } from '../environments/environments.repo.js';
+import { GroupCommit } from './group-commit.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
-import { appendAndBump } from './secrets.repo.js';
 import {
   MAX_BATCH_ITEMS,
   type BatchInput,
@@ -188,7 +187,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
           const epoch = Number(row.vault_epoch);
           const now = ctx.clock.now();
           const { result, versions, audit } = await change(trx, context, epoch, now);
-          await appendAndBump(trx, ctx.db.dialect, context.environment.id, {
+          await repo.appendAndBump(trx, ctx.db.dialect, context.environment.id, {
             versions,
             audit: auditRows(
               actor,
