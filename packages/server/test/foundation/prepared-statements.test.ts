@@ -1,22 +1,26 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { sql } from 'kysely';
-import { createTestDb, POSTGRES_URL } from '../support/db.js';
+import { after, before, describe, it } from 'node:test';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
+import { createTestDb, POSTGRES_URL, type TestDb } from '../support/db.js';
 import { serviceMissing } from './server-process.js';
 
+// PGlite is a different driver; only the pool of a real server prepares statements.
 describe('PostgreSQL prepared statements', () => {
-  it('repeated statements are prepared once per connection and still bind each call’s values', async (t) => {
-    if (!POSTGRES_URL) {
-      // PGlite is a different driver; only the pool of a real server prepares statements.
-      serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
-    const testDb = await createTestDb('postgres');
-    t.after(() => testDb.cleanup());
-    const db = testDb.db.kysely;
+  let testDb: TestDb | null = null;
+  before(async () => {
+    if (POSTGRES_URL) testDb = await createTestDb('postgres');
+  });
+  after(async () => testDb?.cleanup());
 
-    await db.transaction().execute(async (trx) => {
-      // One connection: the same text with different values, then what that connection holds.
+  /** Runs `check` in one transaction (one connection) of a real PostgreSQL database. */
+  async function onOneConnection(check: (trx: Kysely<Database>) => Promise<void>) {
+    if (!testDb) return serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+    await testDb.db.kysely.transaction().execute(check);
+  }
+
+  it('repeated statements are prepared once per connection and still bind each call’s values', () =>
+    onOneConnection(async (trx) => {
       for (const n of [1, 2, 3]) {
         const { rows } = await sql<{ n: number }>`select ${n}::int + 1 as n`.execute(trx);
         assert.deepEqual(rows, [{ n: n + 1 }]);
@@ -26,19 +30,10 @@ describe('PostgreSQL prepared statements', () => {
       `.execute(trx);
       assert.equal(rows.length, 1, 'the statement is prepared once, not once per call');
       assert.match(rows[0]!.name, /^coffer_\d+$/);
-    });
-  });
+    }));
 
-  it('past the bound, new statements run unprepared and each connection keeps at most the bound', async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
-    const testDb = await createTestDb('postgres');
-    t.after(() => testDb.cleanup());
-    const db = testDb.db.kysely;
-
-    await db.transaction().execute(async (trx) => {
+  it('past the bound, new statements run unprepared and each connection keeps at most the bound', () =>
+    onOneConnection(async (trx) => {
       for (let i = 0; i < 1_050; i++) {
         const { rows } = await sql<{
           n: number;
@@ -49,6 +44,5 @@ describe('PostgreSQL prepared statements', () => {
         select count(*) as count from pg_prepared_statements
       `.execute(trx);
       assert.ok(Number(rows[0]!.count) <= 1_000, `${rows[0]!.count} statements prepared`);
-    });
-  });
+    }));
 });
