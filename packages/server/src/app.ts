@@ -13,7 +13,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Db } from './db/database.js';
 import { AppError } from './errors.js';
 import { registerErrorHandling, sendError } from './http/errors.js';
-import { loggerOptions } from './http/logging.js';
+import { AccessLog, loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
 import type { CredentialResolver } from './http/principal.js';
 import { MemoryRateLimitStore, type RateLimitStore } from './http/rate-limit.js';
@@ -71,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const options: FastifyServerOptions = {
     logger: loggerOptions(config.logLevel, deps.logger),
+    logController: new AccessLog(),
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestIds(),

@@ -70,7 +70,8 @@ describe('graceful shutdown on SIGTERM (real process)', () => {
 
   it('stops accepting, finishes the in-flight request, closes the database and exits 0', async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'coffer-shutdown-'));
-    server = await startServerProcess({ DATA_DIR: dataDir });
+    // At debug the server logs each request as it arrives: how the test knows it has the headers.
+    server = await startServerProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'debug' });
     const ca = readFileSync(join(dataDir, 'tls/cert.pem'), 'utf8');
     // A kept-alive client: its connection stays open between requests.
     const agent = new Agent({ keepAlive: true, ca });
@@ -107,7 +108,11 @@ describe('graceful shutdown on SIGTERM (real process)', () => {
 
   it('after SHUTDOWN_GRACE_MS, a request that never completes is cut and the server still exits 0', async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'coffer-shutdown-'));
-    server = await startServerProcess({ DATA_DIR: dataDir, SHUTDOWN_GRACE_MS: '300' });
+    server = await startServerProcess({
+      DATA_DIR: dataDir,
+      SHUTDOWN_GRACE_MS: '300',
+      LOG_LEVEL: 'debug',
+    });
     const ca = readFileSync(join(dataDir, 'tls/cert.pem'), 'utf8');
     const stalled = slowUpload(server.url, { ca, agent: false });
     const outcome = stalled.response.then(
