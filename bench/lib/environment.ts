@@ -98,7 +98,7 @@ export interface Tls {
 
 /** The Coffer server as an operator runs it: the built `main.js`, HTTPS, its own process. */
 /** Node's flags for the server, exactly as `npm start` passes them (package.json). */
-const SERVER_NODE_FLAGS = ['--max-semi-space-size=2'];
+const SERVER_NODE_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=100'];
 
 export async function startCoffer(opts: {
   root: string;
