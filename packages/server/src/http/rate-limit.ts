@@ -2,8 +2,11 @@ import type { Redis } from 'ioredis';
 
 /** Where the fixed-window counters live: process memory, or Redis shared by every instance. */
 export interface RateLimitStore {
-  /** Counts one request against `key` in the window that contains `nowMs`; returns the count so far. */
-  hit(key: string, windowSeconds: number, nowMs: number): Promise<number>;
+  /**
+   * Counts one request against `key` in the window that contains `nowMs`;
+   * returns its position in the window's count (over `limit`: refused).
+   */
+  hit(key: string, windowSeconds: number, nowMs: number, limit: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -24,7 +27,7 @@ export async function consume(
   windowSeconds: number,
   nowMs: number,
 ): Promise<RateLimitState> {
-  const count = await store.hit(key, windowSeconds, nowMs);
+  const count = await store.hit(key, windowSeconds, nowMs, limit);
   const windowMs = windowSeconds * 1000;
   const resetMs = (Math.floor(nowMs / windowMs) + 1) * windowMs;
   return {
@@ -60,30 +63,114 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 }
 
-// INCR and set the expiry in one atomic round trip.
-const HIT_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return count`;
+/**
+ * Reserves up to `ARGV[2]` requests of the window's shared count in one atomic
+ * round trip, but never more than an eighth of what is left of the budget
+ * (at least one, so a refusal is counted too), and sets the expiry on the
+ * window's first reservation. Returns the count after it and how many it reserved.
+ */
+const LEASE_SCRIPT = `
+local limit = tonumber(ARGV[3])
+local left = limit - tonumber(redis.call('GET', KEYS[1]) or '0')
+local n = math.max(1, math.min(tonumber(ARGV[2]), math.floor(left / 8)))
+local count = redis.call('INCRBY', KEYS[1], n)
+if count == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {count, n}`;
 
+/** Most requests one instance reserves of a key's shared count at once. */
+const MAX_LEASE = 64;
+
+/** Requests of one key's window reserved by this instance: positions `next`…`end` of the shared count. */
+interface Lease {
+  window: number;
+  next: number;
+  end: number;
+  /** How many to ask for next time: doubles with every reservation in the window. */
+  size: number;
+  /** The reservation in flight; concurrent requests of the key wait for it instead of asking again. */
+  pending: Promise<void> | null;
+}
+
+/**
+ * Fixed-window counters shared by every instance through Redis, without a
+ * round trip on every request: an instance reserves a run of positions in a
+ * key's count (a lease) and hands them out locally. A key's first request in
+ * a window reserves one; each further reservation doubles, up to `MAX_LEASE`
+ * and never more than an eighth of what is left of the budget. So a client
+ * sending a few requests per window is counted exactly as with one INCR each,
+ * a busy one costs a round trip per 64 requests, and the shared count still
+ * never lets a window serve more than `limit`. What a lease costs: positions
+ * reserved by one instance and not used by the end of the window count all
+ * the same, so a client spreading requests over several instances can be
+ * refused a few requests early (each instance holds at most an eighth of what
+ * was left when it reserved); and `X-RateLimit-Remaining` reflects the
+ * instance's own reservations, not the other instances' latest.
+ */
 export class RedisRateLimitStore implements RateLimitStore {
+  private readonly leases = new Map<string, Lease>();
+  private sweepAt = 0;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix = 'coffer:rl:',
   ) {
-    redis.defineCommand('cofferRateHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+    redis.defineCommand('cofferRateLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
   }
 
-  async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
+  async hit(key: string, windowSeconds: number, nowMs: number, limit: number): Promise<number> {
     const window = Math.floor(nowMs / (windowSeconds * 1000));
-    const redisKey = `${this.prefix}${key}:${window}`;
+    if (nowMs >= this.sweepAt) this.sweep(window, nowMs, windowSeconds);
+    for (;;) {
+      let lease = this.leases.get(key);
+      if (!lease || lease.window !== window) {
+        lease = { window, next: 1, end: 0, size: 1, pending: null };
+        this.leases.set(key, lease);
+      }
+      if (lease.next <= lease.end) return lease.next++;
+      // Counts only grow within a window: once over the limit, refused until it ends.
+      if (lease.end > limit) return lease.end;
+      const current = lease;
+      current.pending ??= this.reserve(key, window, windowSeconds, limit, current).finally(() => {
+        current.pending = null;
+      });
+      await current.pending;
+    }
+  }
+
+  private async reserve(
+    key: string,
+    window: number,
+    windowSeconds: number,
+    limit: number,
+    lease: Lease,
+  ): Promise<void> {
     const run = (
-      this.redis as unknown as Record<string, (k: string, ttl: number) => Promise<number>>
-    ).cofferRateHit!;
-    return Number(await run.call(this.redis, redisKey, windowSeconds * 1000 + 1000));
+      this.redis as unknown as Record<
+        string,
+        (k: string, ttl: number, size: number, limit: number) => Promise<[number, number]>
+      >
+    ).cofferRateLease!;
+    const redisKey = `${this.prefix}${key}:${window}`;
+    const [count, reserved] = await run.call(
+      this.redis,
+      redisKey,
+      windowSeconds * 1000 + 1000,
+      lease.size,
+      limit,
+    );
+    lease.next = Number(count) - Number(reserved) + 1;
+    lease.end = Number(count);
+    lease.size = Math.min(MAX_LEASE, lease.size * 2);
+  }
+
+  /** Drops leases of past windows so memory stays bounded by the active clients. */
+  private sweep(window: number, nowMs: number, windowSeconds: number): void {
+    for (const [key, lease] of this.leases) if (lease.window < window) this.leases.delete(key);
+    this.sweepAt = nowMs + windowSeconds * 1000;
   }
 
   async close(): Promise<void> {
+    this.leases.clear();
     // QUIT fails when the connection is down; then just drop it.
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
