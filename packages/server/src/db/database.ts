@@ -56,7 +56,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     });
     const reader = new SQLite(target.file, { readonly: true });
     reader.pragma('busy_timeout = 5000');
-    readers.set(kysely, statementCache(reader));
+    readers.set(kysely, cachedReads(reader));
     return {
       kysely,
       dialect: 'sqlite',
@@ -128,13 +128,54 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
  * committed when it started — never a transaction still open on the writing
  * connection — and every write is committed before it is acknowledged.
  */
-const readers = new WeakMap<Kysely<Database>, (sql: string) => SQLite.Statement>();
+const readers = new WeakMap<Kysely<Database>, SqliteReader>();
 
-/** The read-only statement source of `db` when it is a SQLite database's own handle (not a transaction). */
-export function sqliteReader(
-  db: Kysely<Database>,
-): ((sql: string) => SQLite.Statement) | undefined {
+/** Runs a read-only statement on a SQLite database's reader (see `cachedReads`). */
+export type SqliteReader = (sql: string, values: readonly unknown[]) => readonly unknown[];
+
+/** The reader of `db` when it is a SQLite database's own handle (not a transaction). */
+export function sqliteReader(db: Kysely<Database>): SqliteReader | undefined {
   return readers.get(db);
+}
+
+/** Results the reader keeps at most; past it they are dropped all at once. */
+const MAX_CACHED_READS = 2_000;
+
+/**
+ * Reads on the read-only connection, each result kept until the database
+ * changes: `PRAGMA data_version` on this connection changes whenever any
+ * other connection commits, this process's writer or another process sharing
+ * the file, and never otherwise. It is read before the query, so a commit
+ * landing in between makes the result newer than its version (one extra miss
+ * later), never older. The same statement with the same values on an
+ * unchanged database returns the same rows, so a hit is exactly what the
+ * query would return now, at the cost of that one pragma instead of the
+ * query's index searches. Rows are frozen: callers share them.
+ */
+function cachedReads(reader: SQLite.Database): SqliteReader {
+  const statement = statementCache(reader);
+  const version = reader.prepare('PRAGMA data_version').pluck();
+  let seen: unknown = null;
+  let size = 0;
+  const results = new Map<string, Map<string, readonly unknown[]>>();
+  return (sql, values) => {
+    const now = version.get();
+    if (now !== seen || size >= MAX_CACHED_READS) {
+      results.clear();
+      size = 0;
+      seen = now;
+    }
+    let bySql = results.get(sql);
+    if (!bySql) results.set(sql, (bySql = new Map()));
+    const key = JSON.stringify(values);
+    let rows = bySql.get(key);
+    if (!rows) {
+      rows = Object.freeze((statement(sql).all(values) as object[]).map((r) => Object.freeze(r)));
+      bySql.set(key, rows);
+      size++;
+    }
+    return rows;
+  };
 }
 
 /** Distinct SQL texts a pool prepares; beyond them (or for longer texts) statements are parsed each time. */

@@ -11,7 +11,8 @@ import type { Database } from '../../db/schema.js';
  * shape of the query); they are compiled as markers and swapped for the real
  * values on every call, whatever order the compiler put them in.
  * On SQLite, outside a transaction, the statement runs on the database's
- * read-only connection (`sqliteReader`), without Kysely's queue. (On
+ * read-only connection (`sqliteReader`), without Kysely's queue, and its rows
+ * are shared (frozen) until the database changes. (On
  * PostgreSQL every statement is a prepared one already; see `openDatabase`.)
  */
 export function preparedQuery<A extends string[], R>(
@@ -37,7 +38,7 @@ export function preparedQuery<A extends string[], R>(
     const { sql, parameters, argumentAt } = compiled;
     const values = parameters.map((p, i) => (argumentAt[i]! >= 0 ? args[argumentAt[i]!] : p));
     const reader = sqliteReader(db);
-    if (reader) return reader(sql).all(values) as R[];
+    if (reader) return reader(sql, values) as R[];
     return (await db.executeQuery<R>(CompiledQuery.raw(sql, values))).rows;
   };
 }
