@@ -138,8 +138,21 @@ export function sqliteReader(db: Kysely<Database>): SqliteReader | undefined {
   return readers.get(db);
 }
 
-/** Results the reader keeps at most; past it they are dropped all at once. */
+/**
+ * What the reader keeps at most: results, and characters in their text
+ * columns (a secret value is up to ~87,000). Past either, all are dropped at once.
+ */
 const MAX_CACHED_READS = 2_000;
+const MAX_CACHED_READ_CHARS = 4_000_000;
+
+/** Characters in a result's text columns: what its strings weigh, roughly. */
+function charsIn(rows: readonly object[]): number {
+  let chars = 0;
+  for (const row of rows) {
+    for (const value of Object.values(row)) if (typeof value === 'string') chars += value.length;
+  }
+  return chars;
+}
 
 /**
  * Reads on the read-only connection, each result kept until the database
@@ -157,12 +170,14 @@ function cachedReads(reader: SQLite.Database): SqliteReader {
   const version = reader.prepare('PRAGMA data_version').pluck();
   let seen: unknown = null;
   let size = 0;
+  let chars = 0;
   const results = new Map<string, Map<string, readonly unknown[]>>();
   return (sql, values) => {
     const now = version.get();
-    if (now !== seen || size >= MAX_CACHED_READS) {
+    if (now !== seen || size >= MAX_CACHED_READS || chars >= MAX_CACHED_READ_CHARS) {
       results.clear();
       size = 0;
+      chars = 0;
       seen = now;
     }
     let bySql = results.get(sql);
@@ -170,9 +185,11 @@ function cachedReads(reader: SQLite.Database): SqliteReader {
     const key = JSON.stringify(values);
     let rows = bySql.get(key);
     if (!rows) {
-      rows = Object.freeze((statement(sql).all(values) as object[]).map((r) => Object.freeze(r)));
+      const read = statement(sql).all(values) as object[];
+      rows = Object.freeze(read.map((r) => Object.freeze(r)));
       bySql.set(key, rows);
       size++;
+      chars += charsIn(read);
     }
     return rows;
   };

@@ -90,4 +90,20 @@ describe('hot-path reads on SQLite see every commit at once', () => {
     assert.throws(() => Object.assign(row, { value: 'mutated' }), TypeError);
     assert.equal(await valueIn(t.db, 'shape'), 'circle');
   });
+
+  it('results past the kept amount are read again, never mixed up', async () => {
+    // 60 values of 100,000 characters: more than the reader keeps at once.
+    const names = Array.from({ length: 60 }, (_, i) => `large-${i}`);
+    await t.db.kysely
+      .insertInto('server_settings')
+      .values(
+        names.map((name, i) => ({ name, value: String(i % 10).repeat(100_000), created_at: NOW })),
+      )
+      .execute();
+    for (let round = 0; round < 2; round++) {
+      for (const [i, name] of names.entries()) {
+        assert.equal(await valueIn(t.db, name), String(i % 10).repeat(100_000));
+      }
+    }
+  });
 });
