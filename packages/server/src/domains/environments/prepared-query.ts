@@ -42,3 +42,18 @@ export function preparedQuery<A extends string[], R>(
     return (await db.executeQuery<R>(CompiledQuery.raw(sql, values))).rows;
   };
 }
+
+/**
+ * Runs a select built per call (filters, sort and page vary) the way
+ * `preparedQuery` runs its fixed ones: on SQLite outside a transaction, on the
+ * read-only connection with its rows shared (frozen) until the database
+ * changes; elsewhere through Kysely as usual. Only for values that repeat
+ * (ids, filters, pages): a value that changes on every call, such as the
+ * current time, would fill the cache with results never read again.
+ */
+export async function selectRows<R>(db: Kysely<Database>, query: Compilable<R>): Promise<R[]> {
+  const reader = sqliteReader(db);
+  if (!reader) return (await db.executeQuery(query.compile())).rows;
+  const { sql, parameters } = query.compile();
+  return reader(sql, parameters) as R[];
+}

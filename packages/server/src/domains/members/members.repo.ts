@@ -4,6 +4,7 @@ import type { Database, MemberTable, UserTable } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
 import { pageOf, type SortColumn } from '../projects/list-order.js';
+import { selectRows } from '../environments/prepared-query.js';
 
 export type MemberRow = Selectable<MemberTable>;
 export type MemberStatus = MemberTable['status'];
@@ -128,7 +129,7 @@ export function listMembers(
     'users.email as email',
     'users.name as name',
   ]);
-  return pageOf(listed, dialect, SORT_COLUMNS, params, 'members.id').execute();
+  return selectRows(db, pageOf(listed, dialect, SORT_COLUMNS, params, 'members.id'));
 }
 
 export async function countMembers(
@@ -142,8 +143,8 @@ export async function countMembers(
     .where('project_id', '=', projectId);
   if (filters.role) query = query.where('role', '=', filters.role);
   if (filters.status) query = query.where('status', '=', filters.status);
-  const row = await query.executeTakeFirstOrThrow();
-  return Number(row.count);
+  const [row] = await selectRows(db, query);
+  return Number(row!.count);
 }
 
 /** Active admins: the ones that keep a project manageable (pending admins do not count). */
