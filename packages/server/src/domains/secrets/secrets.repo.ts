@@ -178,35 +178,58 @@ export async function insertVersions(db: Kysely<Database>, rows: readonly Secret
   await inChunks(rows, (chunk) => db.insertInto('secret_versions').values(chunk).execute());
 }
 
+/** One secret row a change writes, left to `appendAndBump` so it can join its single statement. */
+export type SecretWrite = { kind: 'insert'; row: SecretRow } | { kind: 'update'; row: SecretRow };
+
+async function writeSecret(db: Kysely<Database>, write: SecretWrite): Promise<void> {
+  if (write.kind === 'insert') await insertSecrets(db, [write.row]);
+  else await updateSecret(db, write.row.id, write.row);
+}
+
 /**
- * The end of every secret write: appends the change's versions and audit
- * events and bumps the environment's revision (which the listing cache keys
- * on). On PostgreSQL that is ONE statement (data-modifying CTEs) instead of
- * three round trips, each of which other writers of the environment would
- * wait for; very large batches take the chunked path.
+ * The end of every secret write: writes the change's secret row when it left
+ * that to here (`secret`), appends its versions and audit events and bumps the
+ * environment's revision (which the listing cache keys on). On PostgreSQL that
+ * is ONE statement (data-modifying CTEs; foreign keys are checked at its end,
+ * so a new secret's first version may reference it) instead of up to four
+ * round trips, each of which other writers of the environment would wait for;
+ * very large batches take the chunked path.
  */
 export async function appendAndBump(
   db: Kysely<Database>,
   dialect: DialectName,
   environmentId: string,
   rows: {
+    secret?: SecretWrite;
     versions: readonly SecretVersionRow[];
     audit: readonly Insertable<AuditEventTable>[];
   },
 ): Promise<void> {
-  const { versions, audit } = rows;
+  const { secret, versions, audit } = rows;
   if (
     dialect !== 'postgres' ||
     audit.length === 0 ||
     versions.length > CHUNK ||
     audit.length > CHUNK
   ) {
+    if (secret) await writeSecret(db, secret);
     await insertVersions(db, versions);
     await insertAuditRows(db, audit);
     await bumpRevision(db, [environmentId]);
     return;
   }
   let creator = db.with('appended_audit', (qc) => qc.insertInto('audit_events').values([...audit]));
+  if (secret) {
+    const { value, epoch, version, comment, updated_at, updated_by } = secret.row;
+    creator = creator.with('written_secret', (qc) =>
+      secret.kind === 'insert'
+        ? qc.insertInto('secrets').values(secret.row)
+        : qc
+            .updateTable('secrets')
+            .set({ value, epoch, version, comment, updated_at, updated_by })
+            .where('id', '=', secret.row.id),
+    ) as unknown as typeof creator;
+  }
   if (versions.length > 0) {
     creator = creator.with('appended_versions', (qc) =>
       qc.insertInto('secret_versions').values([...versions]),

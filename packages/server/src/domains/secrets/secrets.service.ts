@@ -104,6 +104,8 @@ type SecretAudit = Omit<AuditEntry, 'projectId' | 'targetType'>;
  */
 interface Change<T> {
   result: T;
+  /** A secret row for `write` to write with the rest (one statement on PostgreSQL). */
+  secret?: repo.SecretWrite;
   versions: repo.SecretVersionRow[];
   audit: SecretAudit[];
 }
@@ -154,9 +156,10 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * writers of one project run side by side on PostgreSQL), then reads the
    * environment, the caller's membership and the key epoch in one query on
    * that committed state and requires write access, runs the change, and
-   * appends its versions and audit events with the environment's revision bump
-   * LAST, so that row lock (which serialises the environment's writers) is held
-   * only until the commit. Cached listings are dropped after commit.
+   * writes the secret row it left for the end (a single PUT), its versions and
+   * audit events with the environment's revision bump LAST, so that row lock
+   * (which serialises the environment's writers) is held only until the
+   * commit. Cached listings are dropped after commit.
    * On PostgreSQL, changes lock the secret rows they read (`lockRows`); two
    * writers creating the same name at once, or a rare deadlock between
    * batches, are settled by running the loser again on the committed state.
@@ -186,8 +189,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
           requireWriter(context);
           const epoch = Number(row.vault_epoch);
           const now = ctx.clock.now();
-          const { result, versions, audit } = await change(trx, context, epoch, now);
+          const { result, secret, versions, audit } = await change(trx, context, epoch, now);
           await repo.appendAndBump(trx, ctx.db.dialect, context.environment.id, {
+            ...(secret ? { secret } : {}),
             versions,
             audit: auditRows(
               actor,
@@ -333,10 +337,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
               updated_at: at,
               updated_by: context.access.userId,
             };
-        if (existing) await repo.updateSecret(trx, row.id, row);
-        else await repo.insertSecrets(trx, [row]);
         return {
           result: { secret: toSecret(row, true), created: !existing },
+          secret: { kind: existing ? 'update' : 'insert', row },
           versions: [versionOf(row)],
           audit: [
             {
