@@ -3,6 +3,7 @@ import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
 import type { AppContext } from '../../app.js';
 import type { Db } from '../../db/database.js';
+import type { ApiKeyTable } from '../../db/schema.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
 
 /** SHA-256 hex of a bearer or session token: what the database stores instead of the token. */
@@ -45,6 +46,8 @@ const TOKEN_COLUMNS = [
   'revoked_at',
   'last_used_at',
 ] as const;
+/** A token row as resolving reads it (CI tokens' columns have the same types, `expires_at` never null). */
+type TokenRow = Pick<ApiKeyTable, (typeof TOKEN_COLUMNS)[number]>;
 
 /**
  * How long a resolved credential is trusted without asking the database. A
@@ -233,25 +236,38 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
     return use(entry, now);
   }
 
+  /**
+   * An API key or CI token row as resolving reads it: the credential, or null
+   * when there is none or it was revoked. `principal` adds what the kind
+   * carries beyond the common fields (an API key's role).
+   */
+  function loadedToken<R extends TokenRow>(
+    row: R | undefined,
+    principal: (
+      row: R,
+      common: { id: string; projectId: string; userId: string; scopes: Scopes },
+    ) => Principal,
+  ): LoadedCredential | null {
+    if (!row || row.revoked_at) return null;
+    return {
+      principal: principal(row, {
+        id: row.id,
+        projectId: row.project_id,
+        userId: row.created_by,
+        scopes: JSON.parse(row.scopes) as Scopes,
+      }),
+      expiresAt: row.expires_at,
+      lastUsedAt: row.last_used_at,
+    };
+  }
+
   async function loadApiKey(hash: string): Promise<LoadedCredential | null> {
     const key = await db
       .selectFrom('api_keys')
       .select([...TOKEN_COLUMNS, 'role'])
       .where('token_hash', '=', hash)
       .executeTakeFirst();
-    if (!key || key.revoked_at) return null;
-    return {
-      principal: {
-        kind: 'api_key',
-        id: key.id,
-        projectId: key.project_id,
-        userId: key.created_by,
-        role: key.role,
-        scopes: JSON.parse(key.scopes) as Scopes,
-      },
-      expiresAt: key.expires_at,
-      lastUsedAt: key.last_used_at,
-    };
+    return loadedToken(key, (row, common) => ({ kind: 'api_key', ...common, role: row.role }));
   }
 
   async function loadCiToken(hash: string): Promise<LoadedCredential | null> {
@@ -260,18 +276,7 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
       .select(TOKEN_COLUMNS)
       .where('token_hash', '=', hash)
       .executeTakeFirst();
-    if (!token || token.revoked_at) return null;
-    return {
-      principal: {
-        kind: 'ci_token',
-        id: token.id,
-        projectId: token.project_id,
-        userId: token.created_by,
-        scopes: JSON.parse(token.scopes) as Scopes,
-      },
-      expiresAt: token.expires_at,
-      lastUsedAt: token.last_used_at,
-    };
+    return loadedToken(token, (_row, common) => ({ kind: 'ci_token', ...common }));
   }
 
   return {
