@@ -161,29 +161,38 @@ export async function insertSecrets(db: Kysely<Database>, rows: readonly SecretR
   await inChunks(ordered, (chunk) => db.insertInto('secrets').values(chunk).execute());
 }
 
+/** What a new version of a secret changes in its row; the rest stays as created. */
+type SecretChange = Pick<
+  SecretRow,
+  'value' | 'epoch' | 'version' | 'comment' | 'updated_at' | 'updated_by'
+>;
+
+function secretChange(row: SecretChange): SecretChange {
+  const { value, epoch, version, comment, updated_at, updated_by } = row;
+  return { value, epoch, version, comment, updated_at, updated_by };
+}
+
 export async function updateSecret(
   db: Kysely<Database>,
   id: string,
-  patch: Pick<SecretRow, 'value' | 'epoch' | 'version' | 'comment' | 'updated_at' | 'updated_by'>,
+  patch: SecretChange,
 ): Promise<void> {
-  const { value, epoch, version, comment, updated_at, updated_by } = patch;
-  await db
-    .updateTable('secrets')
-    .set({ value, epoch, version, comment, updated_at, updated_by })
-    .where('id', '=', id)
-    .execute();
+  await db.updateTable('secrets').set(secretChange(patch)).where('id', '=', id).execute();
 }
 
 export async function insertVersions(db: Kysely<Database>, rows: readonly SecretVersionRow[]) {
   await inChunks(rows, (chunk) => db.insertInto('secret_versions').values(chunk).execute());
 }
 
-/** One secret row a change writes, left to `appendAndBump` so it can join its single statement. */
-export type SecretWrite = { kind: 'insert'; row: SecretRow } | { kind: 'update'; row: SecretRow };
+/** A secret row a change writes: inserted when `created`, its new version otherwise. */
+export interface SecretWrite {
+  row: SecretRow;
+  created: boolean;
+}
 
-async function writeSecret(db: Kysely<Database>, write: SecretWrite): Promise<void> {
-  if (write.kind === 'insert') await insertSecrets(db, [write.row]);
-  else await updateSecret(db, write.row.id, write.row);
+async function writeSecret(db: Kysely<Database>, { row, created }: SecretWrite): Promise<void> {
+  if (created) await insertSecrets(db, [row]);
+  else await updateSecret(db, row.id, row);
 }
 
 /**
@@ -200,7 +209,7 @@ export async function appendAndBump(
   dialect: DialectName,
   environmentId: string,
   rows: {
-    secret?: SecretWrite;
+    secret?: SecretWrite | undefined;
     versions: readonly SecretVersionRow[];
     audit: readonly Insertable<AuditEventTable>[];
   },
@@ -220,14 +229,11 @@ export async function appendAndBump(
   }
   let creator = db.with('appended_audit', (qc) => qc.insertInto('audit_events').values([...audit]));
   if (secret) {
-    const { value, epoch, version, comment, updated_at, updated_by } = secret.row;
+    const { row, created } = secret;
     creator = creator.with('written_secret', (qc) =>
-      secret.kind === 'insert'
-        ? qc.insertInto('secrets').values(secret.row)
-        : qc
-            .updateTable('secrets')
-            .set({ value, epoch, version, comment, updated_at, updated_by })
-            .where('id', '=', secret.row.id),
+      created
+        ? qc.insertInto('secrets').values(row)
+        : qc.updateTable('secrets').set(secretChange(row)).where('id', '=', row.id),
     ) as unknown as typeof creator;
   }
   if (versions.length > 0) {

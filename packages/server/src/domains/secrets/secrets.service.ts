@@ -105,7 +105,7 @@ type SecretAudit = Omit<AuditEntry, 'projectId' | 'targetType'>;
 interface Change<T> {
   result: T;
   /** A secret row for `write` to write with the rest (one statement on PostgreSQL). */
-  secret?: repo.SecretWrite;
+  secret?: repo.SecretWrite | undefined;
   versions: repo.SecretVersionRow[];
   audit: SecretAudit[];
 }
@@ -156,7 +156,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * writers of one project run side by side on PostgreSQL), then reads the
    * environment, the caller's membership and the key epoch in one query on
    * that committed state and requires write access, runs the change, and
-   * writes the secret row it left for the end (a single PUT), its versions and
+   * writes the secret row it left for the end (a PUT, a rollback), its versions and
    * audit events with the environment's revision bump LAST, so that row lock
    * (which serialises the environment's writers) is held only until the
    * commit. Cached listings are dropped after commit.
@@ -191,7 +191,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
           const now = ctx.clock.now();
           const { result, secret, versions, audit } = await change(trx, context, epoch, now);
           await repo.appendAndBump(trx, ctx.db.dialect, context.environment.id, {
-            ...(secret ? { secret } : {}),
+            secret,
             versions,
             audit: auditRows(
               actor,
@@ -339,7 +339,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
             };
         return {
           result: { secret: toSecret(row, true), created: !existing },
-          secret: { kind: existing ? 'update' : 'insert', row },
+          secret: { row, created: !existing },
           versions: [versionOf(row)],
           audit: [
             {
@@ -439,9 +439,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
           updated_at: now.toISOString(),
           updated_by: context.access.userId,
         };
-        await repo.updateSecret(trx, row.id, row);
         return {
           result: toSecret(row, true),
+          secret: { row, created: false },
           versions: [versionOf(row)],
           audit: [
             {
@@ -511,7 +511,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
         });
 
         const at = now.toISOString();
-        const written = items.map((item): { row: repo.SecretRow; created: boolean } => {
+        const written = items.map((item): repo.SecretWrite => {
           const old = existing.get(item.name);
           const fresh = {
             value: item.value,
