@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { preparedQuery } from '../../src/domains/environments/prepared-query.js';
+import { preparedQuery } from '../../src/db/prepared-query.js';
 import { createTestDb, type TestDb } from '../support/db.js';
 
 /** A hot-path read as the secrets and environments domains write them. */

@@ -3,7 +3,7 @@ import type { Database, EnvironmentTable } from '../../db/schema.js';
 import type { Role } from '../../http/principal.js';
 import type { ListParams } from '../../http/pagination.js';
 import { offsetOf } from '../../http/pagination.js';
-import { preparedQuery } from './prepared-query.js';
+import { preparedQuery } from '../../db/prepared-query.js';
 
 export type EnvironmentRow = Selectable<EnvironmentTable>;
 export type EnvironmentWithCount = EnvironmentRow & { secret_count: number | string | bigint };

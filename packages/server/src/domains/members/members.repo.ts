@@ -4,7 +4,7 @@ import type { Database, MemberTable, UserTable } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
 import { pageOf, type SortColumn } from '../projects/list-order.js';
-import { selectRows } from '../environments/prepared-query.js';
+import { selectRows } from '../../db/prepared-query.js';
 
 export type MemberRow = Selectable<MemberTable>;
 export type MemberStatus = MemberTable['status'];

@@ -1,6 +1,6 @@
 import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
-import { sqliteReader } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
+import { sqliteReader } from './database.js';
+import type { Database } from './schema.js';
 
 /**
  * A query whose SQL is built and compiled once per SQL dialect, for the
@@ -37,10 +37,15 @@ export function preparedQuery<A extends string[], R>(
     }
     const { sql, parameters, argumentAt } = compiled;
     const values = parameters.map((p, i) => (argumentAt[i]! >= 0 ? args[argumentAt[i]!] : p));
-    const reader = sqliteReader(db);
-    if (reader) return reader(sql, values) as R[];
-    return (await db.executeQuery<R>(CompiledQuery.raw(sql, values))).rows;
+    return readRows<R>(db, CompiledQuery.raw(sql, values));
   };
+}
+
+/** A compiled read: on SQLite's reader when `db` has one (see `sqliteReader`), else through Kysely. */
+async function readRows<R>(db: Kysely<Database>, query: CompiledQuery): Promise<R[]> {
+  const reader = sqliteReader(db);
+  if (reader) return reader(query.sql, query.parameters) as R[];
+  return (await db.executeQuery<R>(query)).rows;
 }
 
 /**
@@ -51,9 +56,6 @@ export function preparedQuery<A extends string[], R>(
  * (ids, filters, pages): a value that changes on every call, such as the
  * current time, would fill the cache with results never read again.
  */
-export async function selectRows<R>(db: Kysely<Database>, query: Compilable<R>): Promise<R[]> {
-  const reader = sqliteReader(db);
-  if (!reader) return (await db.executeQuery(query.compile())).rows;
-  const { sql, parameters } = query.compile();
-  return reader(sql, parameters) as R[];
+export function selectRows<R>(db: Kysely<Database>, query: Compilable<R>): Promise<R[]> {
+  return readRows<R>(db, query.compile());
 }
