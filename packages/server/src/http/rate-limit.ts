@@ -39,27 +39,48 @@ export async function consume(
   };
 }
 
-export class MemoryRateLimitStore implements RateLimitStore {
-  private readonly windows = new Map<string, { window: number; count: number }>();
-  private sweepAt = 0;
+/**
+ * Per-key state of the current fixed window, in process memory. A key's state
+ * from an earlier window is replaced on its next request, and once per window
+ * every past one is dropped, so memory stays bounded by the clients active in
+ * the last window.
+ */
+class CurrentWindows<V extends { readonly window: number }> {
+  private readonly entries = new Map<string, V>();
+  private sweptBefore = 0;
 
-  async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
-    const window = Math.floor(nowMs / (windowSeconds * 1000));
-    if (nowMs >= this.sweepAt) this.sweep(window, nowMs, windowSeconds);
-    const entry = this.windows.get(key);
-    if (entry && entry.window === window) return ++entry.count;
-    this.windows.set(key, { window, count: 1 });
-    return 1;
+  /** `key`'s state in `window`, made by `fresh` when it has none there yet. */
+  get(key: string, window: number, fresh: () => V): V {
+    if (window > this.sweptBefore) {
+      for (const [k, entry] of this.entries) if (entry.window < window) this.entries.delete(k);
+      this.sweptBefore = window;
+    }
+    let entry = this.entries.get(key);
+    if (!entry || entry.window !== window) {
+      entry = fresh();
+      this.entries.set(key, entry);
+    }
+    return entry;
   }
 
-  /** Drops counters of past windows so memory stays bounded by the active clients. */
-  private sweep(window: number, nowMs: number, windowSeconds: number): void {
-    for (const [key, entry] of this.windows) if (entry.window < window) this.windows.delete(key);
-    this.sweepAt = nowMs + windowSeconds * 1000;
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+const windowOf = (windowSeconds: number, nowMs: number) =>
+  Math.floor(nowMs / (windowSeconds * 1000));
+
+export class MemoryRateLimitStore implements RateLimitStore {
+  private readonly counters = new CurrentWindows<{ window: number; count: number }>();
+
+  async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
+    const window = windowOf(windowSeconds, nowMs);
+    return ++this.counters.get(key, window, () => ({ window, count: 0 })).count;
   }
 
   async close(): Promise<void> {
-    this.windows.clear();
+    this.counters.clear();
   }
 }
 
@@ -107,8 +128,7 @@ interface Lease {
  * instance's own reservations, not the other instances' latest.
  */
 export class RedisRateLimitStore implements RateLimitStore {
-  private readonly leases = new Map<string, Lease>();
-  private sweepAt = 0;
+  private readonly leases = new CurrentWindows<Lease>();
 
   constructor(
     private readonly redis: Redis,
@@ -118,28 +138,27 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async hit(key: string, windowSeconds: number, nowMs: number, limit: number): Promise<number> {
-    const window = Math.floor(nowMs / (windowSeconds * 1000));
-    if (nowMs >= this.sweepAt) this.sweep(window, nowMs, windowSeconds);
+    const window = windowOf(windowSeconds, nowMs);
     for (;;) {
-      let lease = this.leases.get(key);
-      if (!lease || lease.window !== window) {
-        lease = { window, next: 1, end: 0, size: 1, pending: null };
-        this.leases.set(key, lease);
-      }
+      const lease = this.leases.get(key, window, () => ({
+        window,
+        next: 1,
+        end: 0,
+        size: 1,
+        pending: null,
+      }));
       if (lease.next <= lease.end) return lease.next++;
       // Counts only grow within a window: once over the limit, refused until it ends.
       if (lease.end > limit) return lease.end;
-      const current = lease;
-      current.pending ??= this.reserve(key, window, windowSeconds, limit, current).finally(() => {
-        current.pending = null;
+      lease.pending ??= this.reserve(key, windowSeconds, limit, lease).finally(() => {
+        lease.pending = null;
       });
-      await current.pending;
+      await lease.pending;
     }
   }
 
   private async reserve(
     key: string,
-    window: number,
     windowSeconds: number,
     limit: number,
     lease: Lease,
@@ -150,7 +169,7 @@ export class RedisRateLimitStore implements RateLimitStore {
         (k: string, ttl: number, size: number, limit: number) => Promise<[number, number]>
       >
     ).cofferRateLease!;
-    const redisKey = `${this.prefix}${key}:${window}`;
+    const redisKey = `${this.prefix}${key}:${lease.window}`;
     const [count, reserved] = await run.call(
       this.redis,
       redisKey,
@@ -161,12 +180,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     lease.next = Number(count) - Number(reserved) + 1;
     lease.end = Number(count);
     lease.size = Math.min(MAX_LEASE, lease.size * 2);
-  }
-
-  /** Drops leases of past windows so memory stays bounded by the active clients. */
-  private sweep(window: number, nowMs: number, windowSeconds: number): void {
-    for (const [key, lease] of this.leases) if (lease.window < window) this.leases.delete(key);
-    this.sweepAt = nowMs + windowSeconds * 1000;
   }
 
   async close(): Promise<void> {
