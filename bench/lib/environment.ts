@@ -1,4 +1,4 @@
-import { mkdirSync, statfsSync } from 'node:fs';
+import { mkdirSync, readFileSync, statfsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -96,10 +96,17 @@ export interface Tls {
   keyFile: string;
 }
 
-/** The Coffer server as an operator runs it: the built `main.js`, HTTPS, its own process. */
-/** Node's flags for the server, exactly as `npm start` passes them (package.json). */
-const SERVER_NODE_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=100'];
+/** Node's flags for the server, read from `npm start` in the root package.json so the two never differ. */
+function serverNodeFlags(root: string): string[] {
+  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const match = /\bnode((?: --\S+)*) packages\/server\/dist\/main\.js\b/.exec(scripts.start);
+  if (!match) throw new Error(`cannot find the server's node flags in "start": ${scripts.start}`);
+  return match[1]!.trim().split(' ').filter(Boolean);
+}
 
+/** The Coffer server as an operator runs it: the built `main.js`, HTTPS, its own process. */
 export async function startCoffer(opts: {
   root: string;
   backend: Backend;
@@ -128,7 +135,7 @@ export async function startCoffer(opts: {
   const server = await startProcess({
     name: `coffer server (${opts.backend.name})`,
     args: [
-      ...SERVER_NODE_FLAGS,
+      ...serverNodeFlags(opts.root),
       ...(opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
       join(opts.root, 'packages/server/dist/main.js'),
     ],
