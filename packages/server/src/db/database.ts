@@ -15,6 +15,7 @@ import {
 import pg from 'pg';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
+import { isId } from '../ids.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -275,18 +276,6 @@ export async function migrateToLatest(db: Db): Promise<void> {
  */
 const PROJECT_LOCK_SPACE = 0x434f4646; // "COFF"
 
-async function projectAdvisoryLock(
-  trx: Kysely<Database>,
-  projectId: string,
-  mode: 'shared' | 'exclusive',
-): Promise<void> {
-  await (
-    mode === 'shared'
-      ? sql`select pg_advisory_xact_lock_shared(${PROJECT_LOCK_SPACE}, hashtext(${projectId}))`
-      : sql`select pg_advisory_xact_lock(${PROJECT_LOCK_SPACE}, hashtext(${projectId}))`
-  ).execute(trx);
-}
-
 /**
  * Serialises writers of one project inside a transaction: waits for the
  * project's secret writers to finish and keeps new ones out until commit.
@@ -301,26 +290,52 @@ export async function lockProject(
 ): Promise<boolean> {
   let query = trx.selectFrom('projects').select('id').where('id', '=', projectId);
   if (dialect === 'postgres') {
-    await projectAdvisoryLock(trx, projectId, 'exclusive');
+    await sql`select pg_advisory_xact_lock(${PROJECT_LOCK_SPACE}, hashtext(${projectId}))`.execute(
+      trx,
+    );
     query = query.forUpdate();
   }
   return (await query.executeTakeFirst()) !== undefined;
 }
 
 /**
- * Holds the project's lock SHARED until the transaction ends (PostgreSQL):
- * secret writers of one project run side by side, while anything that takes
- * `lockProject` (re-key, a role change, deleting an environment) waits for
- * them and they for it. Read what the lock protects (the key epoch, the
- * caller's membership) in a later statement, whose snapshot is taken after
- * the wait. SQLite runs one write transaction at a time anyway.
+ * Runs `work` in a PostgreSQL transaction that holds the project's lock SHARED
+ * until it ends: secret writers of one project run side by side, while
+ * anything that takes `lockProject` (re-key, a role change, deleting an
+ * environment) waits for them and they for it. Read what the lock protects
+ * (the key epoch, the caller's membership) in a statement of `work`, whose
+ * snapshot is taken after the wait. (SQLite runs one write transaction at a
+ * time anyway.)
+ *
+ * The transaction's start and the lock share ONE round trip: a simple-protocol
+ * `begin; select pg_advisory_xact_lock_shared(…)`. Such a query takes no
+ * parameters, so the project id is written into its text, and only a
+ * well-formed id (`proj_` and 20 base62 characters) ever is: anything else is
+ * refused here, before it reaches the database.
  */
-export async function shareProjectLock(
-  trx: Kysely<Database>,
-  dialect: DialectName,
+export async function inSharedProjectTransaction<T>(
+  kysely: Kysely<Database>,
   projectId: string,
-): Promise<void> {
-  if (dialect === 'postgres') await projectAdvisoryLock(trx, projectId, 'shared');
+  work: (trx: Kysely<Database>) => Promise<T>,
+): Promise<T> {
+  if (!isId('project', projectId))
+    throw new Error(`not a project id: ${JSON.stringify(projectId)}`);
+  return kysely.connection().execute(async (conn) => {
+    let result: T;
+    try {
+      await sql
+        .raw(
+          `begin; select pg_advisory_xact_lock_shared(${PROJECT_LOCK_SPACE}, hashtext('${projectId}'))`,
+        )
+        .execute(conn);
+      result = await work(conn);
+    } catch (error) {
+      await sql`rollback`.execute(conn).catch(() => undefined);
+      throw error;
+    }
+    await sql`commit`.execute(conn);
+    return result;
+  });
 }
 
 /** `count(*)` is a bigint (a string through `pg`) on PostgreSQL and a number on SQLite. */

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decryptSecretValue, deriveEnvironmentKey } from '@coffer/sdk';
+import { sql } from 'kysely';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { DIALECTS } from '../support/db.js';
+import { inSharedProjectTransaction, lockProject } from '../../src/db/database.js';
+import { DIALECTS, POSTGRES_URL } from '../support/db.js';
 import {
   addMember,
   createProject,
@@ -202,6 +204,76 @@ for (const dialect of DIALECTS) {
         .execute();
       assert.equal(stored.length, 0);
     });
+
+    it('a write to a project id that is not well-formed is 404 not_found, and nothing is written', async () => {
+      const env = project.env.development;
+      for (const bad of ["proj_x'); select 1; --", 'proj_short', `${project.id}x`]) {
+        const res = await t.request({
+          method: 'PUT',
+          url: `/v1/projects/${encodeURIComponent(bad)}/environments/${env.slug}/secrets/MALFORMED`,
+          headers: dev.headers,
+          body: { value: envelope(project, env.id, 'MALFORMED', 'x') },
+        });
+        assert.equal(res.statusCode, 404, bad);
+        assert.equal(errorOf(res).code, 'not_found');
+      }
+      const stored = await t.testDb.db.kysely
+        .selectFrom('secrets')
+        .select('id')
+        .where('name', '=', 'MALFORMED')
+        .execute();
+      assert.equal(stored.length, 0);
+    });
+
+    if (dialect === 'postgres') {
+      it('the shared project lock refuses a malformed project id before any SQL is sent', async () => {
+        let ran = false;
+        await assert.rejects(
+          inSharedProjectTransaction(t.testDb.db.kysely, "proj_aaaaaaaaaaaaaaaaaaa'", async () => {
+            ran = true;
+          }),
+          /not a project id/,
+        );
+        assert.equal(ran, false);
+      });
+    }
+
+    // Only a real server shows a write waiting on the lock itself (PGlite and
+    // SQLite hand their one connection to one transaction at a time anyway).
+    if (dialect === 'postgres' && POSTGRES_URL) {
+      it('a write waits for a holder of the project lock (a re-key) and then reads what it committed', async () => {
+        const own = await createProject(t);
+        const env = own.env.development;
+        const db = t.testDb.db.kysely;
+        const rekey = await db.startTransaction().execute();
+        await lockProject(rekey, 'postgres', own.id);
+        await rekey
+          .updateTable('projects')
+          .set((eb) => ({ vault_epoch: eb('vault_epoch', '+', 1) }))
+          .where('id', '=', own.id)
+          .execute();
+        let answered = false;
+        const write = putSecret(t, own, env, 'DURING_REKEY', 'v', own.admin.headers).finally(
+          () => (answered = true),
+        );
+        // The write is waiting on a lock before the "re-key" commits.
+        for (;;) {
+          assert.equal(answered, false, 'the write was answered while the project was locked');
+          const { rows } = await sql<{ waiting: string }>`
+            select count(*) as waiting from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'
+          `.execute(db);
+          if (Number(rows[0]!.waiting) > 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await rekey.commit().execute();
+        const res = await write;
+        assert.equal(res.statusCode, 409);
+        assert.deepEqual(errorOf(res).details, [
+          { field: 'value', issue: 'stale_epoch', current_epoch: own.epoch + 1 },
+        ]);
+      });
+    }
 
     it('rejects bad names, values, comments and unknown fields with 400 naming the field', async () => {
       const env = project.env.development;

@@ -71,6 +71,13 @@ class PGliteConnection implements DatabaseConnection {
   constructor(private readonly pglite: PGlite) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (query.parameters.length === 0 && query.sql.includes(';')) {
+      // Several statements without parameters: `pg` sends these as one simple
+      // query (Coffer's writers start a transaction and take a lock that way), so
+      // run them the same way; Kysely over `pg` answers such a query with no rows.
+      await this.pglite.exec(query.sql);
+      return { rows: [] };
+    }
     const result = await this.pglite.query<R>(query.sql, [...query.parameters]);
     const command = /^\s*(\w+)/.exec(query.sql)?.[1]?.toUpperCase();
     const mutates =

@@ -71,13 +71,15 @@ export const findEnvironmentWithMembership = environmentQuery<EnvironmentWithMem
   (query) => query,
 );
 
+export type EnvironmentForWrite = EnvironmentWithMembership & { vault_epoch: number | string };
+
 /**
  * `findEnvironmentWithMembership` plus the project's current key epoch, in one
  * query: how a secret write starts once it holds the project's lock.
  */
-export const findEnvironmentForWrite = environmentQuery<
-  EnvironmentWithMembership & { vault_epoch: number }
->((query) => query.innerJoin('projects as p', 'p.id', 'e.project_id').select('p.vault_epoch'));
+export const findEnvironmentForWrite = environmentQuery((query) =>
+  query.innerJoin('projects as p', 'p.id', 'e.project_id').select('p.vault_epoch'),
+);
 
 export async function findEnvironment(
   db: Kysely<Database>,

@@ -12,6 +12,9 @@ import type { SecretSort, VersionSort } from './secrets.schemas.js';
 import {
   bumpRevision,
   environmentQuery,
+  findEnvironmentForWrite,
+  type environmentsWithMembership,
+  type EnvironmentForWrite,
   type EnvironmentWithMembership,
 } from '../environments/environments.repo.js';
 
@@ -58,51 +61,79 @@ export async function listSecrets(
     .execute();
 }
 
-/** With `forUpdate` (PostgreSQL writers), the row stays locked until the transaction ends. */
 export async function findSecret(
   db: Kysely<Database>,
   environmentId: string,
   name: string,
-  forUpdate = false,
 ): Promise<SecretRow | undefined> {
-  const query = db
+  return db
     .selectFrom('secrets')
     .selectAll()
     .where('environment_id', '=', environmentId)
-    .where('name', '=', name);
-  return (forUpdate ? query.forUpdate() : query).executeTakeFirst();
+    .where('name', '=', name)
+    .executeTakeFirst();
 }
 
-const secretWithMembership = environmentQuery((query, name: string) =>
+/** The secret's columns as `joinSecret` and `joinLockedSecret` add them to an environment row. */
+const SECRET_COLUMNS = [
+  's.id as secret_id',
+  's.version as secret_version',
+  's.value as secret_value',
+  's.epoch as secret_epoch',
+  's.comment as secret_comment',
+  's.created_at as secret_created_at',
+  's.updated_at as secret_updated_at',
+  's.updated_by as secret_updated_by',
+] as const;
+
+type EnvironmentQuery = ReturnType<typeof environmentsWithMembership>;
+
+/** The environment's secret `name`, if any, as `s`. */
+const joinSecret = (query: EnvironmentQuery, name: string) =>
   query
     .leftJoin('secrets as s', (join) =>
       join.onRef('s.environment_id', '=', 'e.id').on('s.name', '=', name),
     )
-    .select([
-      's.id as secret_id',
-      's.version as secret_version',
-      's.value as secret_value',
-      's.epoch as secret_epoch',
-      's.comment as secret_comment',
-      's.created_at as secret_created_at',
-      's.updated_at as secret_updated_at',
-      's.updated_by as secret_updated_by',
-    ]),
-);
+    .select(SECRET_COLUMNS);
 
 /**
- * The environment, the caller's membership and the secret `name` in one query:
- * the hot path of reading one value. `secret` is undefined when it does not exist.
+ * `joinSecret` with the secret's row locked until the transaction ends
+ * (PostgreSQL). `FOR UPDATE` cannot reach the nullable side of an outer join,
+ * so the secret comes from a lateral subquery that locks it. In READ COMMITTED a
+ * row another writer changed while this one waited is read again at its
+ * committed version, so the version this write builds on is the latest.
  */
-export async function findSecretWithMembership(
-  db: Kysely<Database>,
-  projectId: string,
-  ref: string,
-  userId: string,
+const joinLockedSecret = (query: EnvironmentQuery, name: string) =>
+  query
+    .leftJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('secrets')
+          .selectAll()
+          .whereRef('secrets.environment_id', '=', 'e.id')
+          .where('secrets.name', '=', name)
+          .forUpdate()
+          .as('s'),
+      (join) => join.onTrue(),
+    )
+    .select(SECRET_COLUMNS);
+
+type WithSecretColumns<E> = E & {
+  secret_id: string | null;
+  secret_version: number | string | null;
+  secret_value: string | null;
+  secret_epoch: number | string | null;
+  secret_comment: string | null;
+  secret_created_at: string | null;
+  secret_updated_at: string | null;
+  secret_updated_by: string | null;
+};
+
+/** An environment row with `SECRET_COLUMNS` split into the environment and its secret `name`. */
+function withSecret<E extends EnvironmentWithMembership>(
+  row: WithSecretColumns<E>,
   name: string,
-): Promise<(EnvironmentWithMembership & { secret: SecretRow | undefined }) | undefined> {
-  const row = await secretWithMembership(db, projectId, ref, userId, name);
-  if (!row) return undefined;
+): E & { secret: SecretRow | undefined } {
   const {
     secret_id,
     secret_version,
@@ -130,7 +161,59 @@ export async function findSecretWithMembership(
           updated_at: secret_updated_at!,
           updated_by: secret_updated_by,
         };
-  return { ...environment, secret };
+  return { ...(environment as unknown as E), secret };
+}
+
+const secretWithMembership = environmentQuery((query, name: string) => joinSecret(query, name));
+
+/**
+ * The environment, the caller's membership and the secret `name` in one query:
+ * the hot path of reading one value. `secret` is undefined when it does not exist.
+ */
+export async function findSecretWithMembership(
+  db: Kysely<Database>,
+  projectId: string,
+  ref: string,
+  userId: string,
+  name: string,
+): Promise<(EnvironmentWithMembership & { secret: SecretRow | undefined }) | undefined> {
+  const row = await secretWithMembership(db, projectId, ref, userId, name);
+  return row && withSecret(row, name);
+}
+
+const secretForWrite = {
+  sqlite: environmentQuery((query, name: string) =>
+    joinSecret(query, name)
+      .innerJoin('projects as p', 'p.id', 'e.project_id')
+      .select('p.vault_epoch'),
+  ),
+  postgres: environmentQuery((query, name: string) =>
+    joinLockedSecret(query, name)
+      .innerJoin('projects as p', 'p.id', 'e.project_id')
+      .select('p.vault_epoch'),
+  ),
+};
+
+/**
+ * What a secret write starts from (`findEnvironmentForWrite`) and, for a change
+ * of one secret, that secret `name`, in the same query; on PostgreSQL its row
+ * is locked (see `joinLockedSecret`). `secret` is undefined for a new name or
+ * when no `name` is given (a batch reads its own).
+ */
+export async function findWriteTarget(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  projectId: string,
+  ref: string,
+  userId: string,
+  name: string | null,
+): Promise<(EnvironmentForWrite & { secret: SecretRow | undefined }) | undefined> {
+  if (name === null) {
+    const row = await findEnvironmentForWrite(db, projectId, ref, userId);
+    return row && { ...row, secret: undefined };
+  }
+  const row = await secretForWrite[dialect](db, projectId, ref, userId, name);
+  return row && withSecret(row, name);
 }
 
 /**

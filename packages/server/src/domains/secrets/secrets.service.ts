@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../app.js';
-import { shareProjectLock } from '../../db/database.js';
+import { inSharedProjectTransaction } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
-import { newId } from '../../ids.js';
+import { isId, newId } from '../../ids.js';
 import { auditRows, type Actor, type AuditBuffer, type AuditEntry } from '../audit/audit.js';
 import {
   callerIn,
@@ -14,7 +14,6 @@ import {
   resolveEnvironmentWith,
   type EnvironmentContext,
 } from '../environments/environment-access.js';
-import { findEnvironmentForWrite } from '../environments/environments.repo.js';
 import { GroupCommit } from './group-commit.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
@@ -110,6 +109,15 @@ interface Change<T> {
   audit: SecretAudit[];
 }
 
+/** What `write` hands a change: the environment it may write, the key epoch, the time, the secret. */
+interface WriteTarget {
+  context: EnvironmentContext;
+  epoch: number;
+  now: Date;
+  /** The secret `write` was asked for by name (locked on PostgreSQL); undefined for a batch or a new name. */
+  existing: repo.SecretRow | undefined;
+}
+
 /** Runs of one write transaction that lost a race (see `write`) before its error is the answer. */
 const MAX_WRITE_ATTEMPTS = 3;
 
@@ -127,10 +135,14 @@ export function secretsService(ctx: SecretsServiceDeps) {
   const db = ctx.db.kysely;
   const cache = ctx.listingCache;
   // SQLite: concurrent writes share one commit (one fsync). PostgreSQL commits
-  // concurrent transactions on separate connections and groups their WAL flushes itself.
+  // concurrent transactions on separate connections and groups their WAL flushes
+  // itself; there each write holds its project's lock shared.
   const groupCommit = ctx.db.dialect === 'sqlite' ? new GroupCommit(db) : null;
-  const transact = <T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
-    groupCommit ? groupCommit.run(work) : db.transaction().execute(work);
+  const transact = <T>(
+    projectId: string,
+    work: (trx: Kysely<Database>) => Promise<T>,
+  ): Promise<T> =>
+    groupCommit ? groupCommit.run(work) : inSharedProjectTransaction(db, projectId, work);
   // PostgreSQL writers run concurrently, so they lock the secret rows they change.
   const lockRows = ctx.db.dialect === 'postgres';
 
@@ -154,13 +166,14 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * The write transaction every secret change shares: takes the project's lock
    * shared (no re-key, role change or environment delete can interleave, but
    * writers of one project run side by side on PostgreSQL), then reads the
-   * environment, the caller's membership and the key epoch in one query on
-   * that committed state and requires write access, runs the change, and
+   * environment, the caller's membership, the key epoch and, for a change of
+   * one secret, that secret (`name`; its row locked on PostgreSQL) in one query
+   * on that committed state and requires write access, runs the change, and
    * writes the secret row it left for the end (a PUT, a rollback), its versions and
    * audit events with the environment's revision bump LAST, so that row lock
    * (which serialises the environment's writers) is held only until the
    * commit. Cached listings are dropped after commit.
-   * On PostgreSQL, changes lock the secret rows they read (`lockRows`); two
+   * On PostgreSQL, changes lock the secret rows they read; two
    * writers creating the same name at once, or a rare deadlock between
    * batches, are settled by running the loser again on the committed state.
    */
@@ -168,28 +181,28 @@ export function secretsService(ctx: SecretsServiceDeps) {
     actor: Actor,
     projectId: string,
     ref: string,
-    change: (
-      trx: Kysely<Database>,
-      context: EnvironmentContext,
-      epoch: number,
-      now: Date,
-    ) => Promise<Change<T>>,
+    name: string | null,
+    change: (trx: Kysely<Database>, target: WriteTarget) => Promise<Change<T>>,
   ): Promise<T> {
     callerIn(actor.principal, projectId); // strangers never take the project's lock
+    if (!isId('project', projectId)) throw notFound('Project');
     for (let attempt = 1; ; attempt++) {
       try {
-        const { environmentId, result } = await transact(async (trx) => {
-          await shareProjectLock(trx, ctx.db.dialect, projectId);
+        const { environmentId, result } = await transact(projectId, async (trx) => {
           const { context, row } = await resolveEnvironmentWith(
             trx,
             actor.principal,
             projectId,
-            (userId) => findEnvironmentForWrite(trx, projectId, ref, userId),
+            (userId) => repo.findWriteTarget(trx, ctx.db.dialect, projectId, ref, userId, name),
           );
           requireWriter(context);
-          const epoch = Number(row.vault_epoch);
           const now = ctx.clock.now();
-          const { result, secret, versions, audit } = await change(trx, context, epoch, now);
+          const { result, secret, versions, audit } = await change(trx, {
+            context,
+            epoch: Number(row.vault_epoch),
+            now,
+            existing: row.secret,
+          });
           await repo.appendAndBump(trx, ctx.db.dialect, context.environment.id, {
             secret,
             versions,
@@ -209,13 +222,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
     }
   }
 
-  async function existingSecret(
-    handle: Kysely<Database>,
-    environmentId: string,
-    name: string,
-    forUpdate = false,
-  ) {
-    const row = await repo.findSecret(handle, environmentId, name, forUpdate);
+  async function existingSecret(handle: Kysely<Database>, environmentId: string, name: string) {
+    const row = await repo.findSecret(handle, environmentId, name);
     if (!row) throw notFound('Secret');
     return row;
   }
@@ -307,11 +315,11 @@ export function secretsService(ctx: SecretsServiceDeps) {
       name: string,
       input: PutSecretInput,
     ): Promise<{ secret: SecretObject; created: boolean }> {
-      return write(actor, projectId, ref, async (trx, context, epoch, now) => {
+      return write(actor, projectId, ref, name, async (_trx, target) => {
+        const { context, epoch, now, existing } = target;
         const environmentId = context.environment.id;
         const valueEpoch = epochOf(input.value);
         if (valueEpoch !== epoch) throw staleEpoch('value', epoch);
-        const existing = await repo.findSecret(trx, environmentId, name, lockRows);
         checkExpectedVersion('expected_version', input.expected_version, existing?.version ?? 0);
         const at = now.toISOString();
         const row: repo.SecretRow = existing
@@ -354,8 +362,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
 
     /** Deletes a secret with every version of it. */
     async remove(actor: Actor, projectId: string, ref: string, name: string): Promise<void> {
-      await write(actor, projectId, ref, async (trx, context) => {
-        const row = await existingSecret(trx, context.environment.id, name, lockRows);
+      await write(actor, projectId, ref, name, async (trx, { existing: row }) => {
+        if (!row) throw notFound('Secret');
         await repo.deleteSecrets(trx, [row.id]);
         return {
           result: undefined,
@@ -415,8 +423,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
       name: string,
       input: RollbackInput,
     ): Promise<SecretObject> {
-      return write(actor, projectId, ref, async (trx, context, epoch, now) => {
-        const secret = await existingSecret(trx, context.environment.id, name, lockRows);
+      return write(actor, projectId, ref, name, async (trx, target) => {
+        const { context, epoch, now, existing: secret } = target;
+        if (!secret) throw notFound('Secret');
         checkExpectedVersion('expected_version', input.expected_version, secret.version);
         const old = await repo.findVersion(trx, secret.id, input.version);
         if (!old) {
@@ -482,7 +491,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
         seen.add(name);
       }
 
-      return write(actor, projectId, ref, async (trx, context, epoch, now) => {
+      return write(actor, projectId, ref, null, async (trx, { context, epoch, now }) => {
         const environmentId = context.environment.id;
         items.forEach((item, i) => {
           if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
