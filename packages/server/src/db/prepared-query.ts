@@ -18,27 +18,41 @@ import type { Database } from './schema.js';
 export function preparedQuery<A extends string[], R>(
   build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
 ): (db: Kysely<Database>, ...args: A) => Promise<R[]> {
-  const compiledFor = new Map<
-    unknown,
-    { sql: string; parameters: readonly unknown[]; argumentAt: number[] }
-  >();
+  const compiledFor = new Map<unknown, MarkedStatement>();
   return async (db, ...args) => {
     const dialect = db.getExecutor().adapter.constructor;
     let compiled = compiledFor.get(dialect);
     if (!compiled) {
-      const markers = args.map((_, i) => `\u0000argument-${i}\u0000`) as A;
-      const query = build(db, ...markers).compile();
-      compiled = {
-        sql: query.sql,
-        parameters: query.parameters,
-        argumentAt: query.parameters.map((p) => markers.indexOf(p as string)),
-      };
+      const markers = args.map((_, i) => marker(i)) as A;
+      compiled = markedStatement(build(db, ...markers), markers);
       compiledFor.set(dialect, compiled);
     }
-    const { sql, parameters, argumentAt } = compiled;
-    const values = parameters.map((p, i) => (argumentAt[i]! >= 0 ? args[argumentAt[i]!] : p));
-    return readRows<R>(db, CompiledQuery.raw(sql, values));
+    return readRows<R>(db, bound(compiled, args));
   };
+}
+
+const marker = (i: number) => `\u0000value-${i}\u0000`;
+
+/** A statement compiled with markers in place of its values, and where each marker ended up. */
+interface MarkedStatement {
+  sql: string;
+  parameters: readonly unknown[];
+  /** Per parameter: the index of its marker, or -1 for a constant of the statement itself. */
+  valueAt: number[];
+}
+
+function markedStatement(query: Compilable<unknown>, markers: readonly string[]): MarkedStatement {
+  const { sql, parameters } = query.compile();
+  return { sql, parameters, valueAt: parameters.map((p) => markers.indexOf(p as string)) };
+}
+
+/** The statement with this call's values in place of its markers. */
+function bound(statement: MarkedStatement, values: readonly unknown[]): CompiledQuery {
+  const { sql, parameters, valueAt } = statement;
+  return CompiledQuery.raw(
+    sql,
+    parameters.map((p, i) => (valueAt[i]! >= 0 ? values[valueAt[i]!] : p)),
+  );
 }
 
 /** A compiled read: on SQLite's reader when `db` has one (see `sqliteReader`), else through Kysely. */
@@ -58,4 +72,73 @@ async function readRows<R>(db: Kysely<Database>, query: CompiledQuery): Promise<
  */
 export function selectRows<R>(db: Kysely<Database>, query: Compilable<R>): Promise<R[]> {
   return readRows<R>(db, query.compile());
+}
+
+/** Shapes a `preparedWrite` keeps compiled; past them its statements are compiled per call. */
+const MAX_WRITE_SHAPES = 64;
+
+type Marked = { values: unknown[]; shape: string[] };
+
+/**
+ * Walks plain data (arrays, objects, primitives) recording its shape and its
+ * primitive leaves in `into`; with `mark`, returns a copy with each leaf
+ * replaced by a marker string naming its position.
+ */
+function markLeaves(value: unknown, into: Marked, mark: boolean): unknown {
+  if (Array.isArray(value)) {
+    into.shape.push(`[${value.length}`);
+    return value.map((item) => markLeaves(item, into, mark));
+  }
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, field] of Object.entries(value)) {
+      // Kysely leaves a column whose value is undefined out of the statement.
+      if (field === undefined) continue;
+      into.shape.push(key);
+      out[key] = markLeaves(field, into, mark);
+    }
+    into.shape.push('}');
+    return out;
+  }
+  into.values.push(value);
+  return mark ? marker(into.values.length - 1) : value;
+}
+
+/**
+ * A write statement built by Kysely's query builder and compiled once per SQL
+ * dialect and SHAPE, for the hottest writes (Kysely builds and compiles a
+ * statement of several rows in more CPU than its round trip costs the client).
+ * The shape is `variant` plus the structure of `input`: array lengths and the
+ * keys of objects (undefined fields left out, as Kysely leaves them out). Every
+ * other leaf of `input` (string, number, boolean, null) is a value: `build` gets markers
+ * in their place (plain data only: no Dates or Buffers), which are swapped for the real values on every call, so it
+ * must use leaves only as values and choose anything else by `variant`.
+ */
+export function preparedWrite<I>(
+  build: (db: Kysely<Database>, variant: string, input: I) => Compilable<unknown>,
+): (db: Kysely<Database>, variant: string, input: I) => Promise<void> {
+  const compiledFor = new Map<unknown, Map<string, MarkedStatement>>();
+  return async (db, variant, input) => {
+    const dialect = db.getExecutor().adapter.constructor;
+    let shapes = compiledFor.get(dialect);
+    if (!shapes) compiledFor.set(dialect, (shapes = new Map()));
+    const leaves: Marked = { values: [], shape: [variant] };
+    markLeaves(input, leaves, false);
+    const key = leaves.shape.join('\u0001');
+    let compiled = shapes.get(key);
+    if (!compiled) {
+      if (shapes.size >= MAX_WRITE_SHAPES) {
+        await db.executeQuery(build(db, variant, input).compile());
+        return;
+      }
+      const markers: Marked = { values: [], shape: [] };
+      const query = build(db, variant, markLeaves(input, markers, true) as I);
+      compiled = markedStatement(
+        query,
+        markers.values.map((_, i) => marker(i)),
+      );
+      shapes.set(key, compiled);
+    }
+    await db.executeQuery(bound(compiled, leaves.values));
+  };
 }

@@ -6,6 +6,7 @@ import type {
   SecretTable,
   SecretVersionTable,
 } from '../../db/schema.js';
+import { preparedWrite } from '../../db/prepared-query.js';
 import { insertAuditRows } from '../audit/audit.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
@@ -278,6 +279,47 @@ async function writeSecret(db: Kysely<Database>, { row, created }: SecretWrite):
   else await updateSecret(db, row.id, row);
 }
 
+interface AppendRows {
+  secret?: SecretWrite | undefined;
+  versions: readonly SecretVersionRow[];
+  audit: readonly Insertable<AuditEventTable>[];
+}
+
+/**
+ * The PostgreSQL form of `appendAndBump`: one statement of data-modifying CTEs,
+ * compiled once per shape (`variant` says whether the secret row is inserted,
+ * updated or not written here).
+ */
+const appendStatement = preparedWrite(
+  (
+    db,
+    variant,
+    input: { environmentId: string; rows: Omit<AppendRows, 'secret'> & { secret?: SecretRow } },
+  ) => {
+    const { environmentId, rows } = input;
+    const { secret, versions, audit } = rows;
+    let creator = db.with('appended_audit', (qc) =>
+      qc.insertInto('audit_events').values([...audit]),
+    );
+    if (secret) {
+      creator = creator.with('written_secret', (qc) =>
+        variant === 'insert'
+          ? qc.insertInto('secrets').values(secret)
+          : qc.updateTable('secrets').set(secretChange(secret)).where('id', '=', secret.id),
+      ) as unknown as typeof creator;
+    }
+    if (versions.length > 0) {
+      creator = creator.with('appended_versions', (qc) =>
+        qc.insertInto('secret_versions').values([...versions]),
+      ) as unknown as typeof creator;
+    }
+    return creator
+      .updateTable('environments')
+      .set((eb) => ({ revision: eb('revision', '+', 1) }))
+      .where('id', '=', environmentId);
+  },
+);
+
 /**
  * The end of every secret write: writes the change's secret row when it left
  * that to here (`secret`), appends its versions and audit events and bumps the
@@ -291,11 +333,7 @@ export async function appendAndBump(
   db: Kysely<Database>,
   dialect: DialectName,
   environmentId: string,
-  rows: {
-    secret?: SecretWrite | undefined;
-    versions: readonly SecretVersionRow[];
-    audit: readonly Insertable<AuditEventTable>[];
-  },
+  rows: AppendRows,
 ): Promise<void> {
   const { secret, versions, audit } = rows;
   if (
@@ -310,25 +348,11 @@ export async function appendAndBump(
     await bumpRevision(db, [environmentId]);
     return;
   }
-  let creator = db.with('appended_audit', (qc) => qc.insertInto('audit_events').values([...audit]));
-  if (secret) {
-    const { row, created } = secret;
-    creator = creator.with('written_secret', (qc) =>
-      created
-        ? qc.insertInto('secrets').values(row)
-        : qc.updateTable('secrets').set(secretChange(row)).where('id', '=', row.id),
-    ) as unknown as typeof creator;
-  }
-  if (versions.length > 0) {
-    creator = creator.with('appended_versions', (qc) =>
-      qc.insertInto('secret_versions').values([...versions]),
-    ) as unknown as typeof creator;
-  }
-  await creator
-    .updateTable('environments')
-    .set((eb) => ({ revision: eb('revision', '+', 1) }))
-    .where('id', '=', environmentId)
-    .execute();
+  const variant = !secret ? 'none' : secret.created ? 'insert' : 'update';
+  await appendStatement(db, variant, {
+    environmentId,
+    rows: { secret: secret?.row, versions, audit },
+  });
 }
 
 /** Deletes secrets; their versions go with them (foreign-key cascade). */
