@@ -321,13 +321,36 @@ const appendStatement = preparedWrite(
 );
 
 /**
+ * `appendAndBump` where data-modifying CTEs are not available (SQLite): one
+ * statement per table, each compiled once per shape as well.
+ */
+const secretStatement = preparedWrite((db, variant, row: SecretRow) =>
+  variant === 'insert'
+    ? db.insertInto('secrets').values(row)
+    : db.updateTable('secrets').set(secretChange(row)).where('id', '=', row.id),
+);
+const versionsStatement = preparedWrite((db, _variant, rows: readonly SecretVersionRow[]) =>
+  db.insertInto('secret_versions').values([...rows]),
+);
+const auditStatement = preparedWrite((db, _variant, rows: readonly Insertable<AuditEventTable>[]) =>
+  db.insertInto('audit_events').values([...rows]),
+);
+const revisionStatement = preparedWrite((db, _variant, environment: { id: string }) =>
+  db
+    .updateTable('environments')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('id', '=', environment.id),
+);
+
+/**
  * The end of every secret write: writes the change's secret row when it left
  * that to here (`secret`), appends its versions and audit events and bumps the
  * environment's revision (which the listing cache keys on). On PostgreSQL that
  * is ONE statement (data-modifying CTEs; foreign keys are checked at its end,
  * so a new secret's first version may reference it) instead of up to four
- * round trips, each of which other writers of the environment would wait for;
- * very large batches take the chunked path.
+ * round trips, each of which other writers of the environment would wait for.
+ * The statements are compiled once per shape (`preparedWrite`); very large
+ * batches take the chunked path.
  */
 export async function appendAndBump(
   db: Kysely<Database>,
@@ -336,12 +359,7 @@ export async function appendAndBump(
   rows: AppendRows,
 ): Promise<void> {
   const { secret, versions, audit } = rows;
-  if (
-    dialect !== 'postgres' ||
-    audit.length === 0 ||
-    versions.length > CHUNK ||
-    audit.length > CHUNK
-  ) {
+  if (versions.length > CHUNK || audit.length > CHUNK) {
     if (secret) await writeSecret(db, secret);
     await insertVersions(db, versions);
     await insertAuditRows(db, audit);
@@ -349,10 +367,17 @@ export async function appendAndBump(
     return;
   }
   const variant = !secret ? 'none' : secret.created ? 'insert' : 'update';
-  await appendStatement(db, variant, {
-    environmentId,
-    rows: { secret: secret?.row, versions, audit },
-  });
+  if (dialect === 'postgres' && audit.length > 0) {
+    await appendStatement(db, variant, {
+      environmentId,
+      rows: { secret: secret?.row, versions, audit },
+    });
+    return;
+  }
+  if (secret) await secretStatement(db, variant, secret.row);
+  if (versions.length > 0) await versionsStatement(db, '', versions);
+  if (audit.length > 0) await auditStatement(db, '', audit);
+  await revisionStatement(db, '', { id: environmentId });
 }
 
 /** Deletes secrets; their versions go with them (foreign-key cascade). */
