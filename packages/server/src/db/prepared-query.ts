@@ -110,9 +110,11 @@ function markLeaves(value: unknown, into: Marked, mark: boolean): unknown {
  * statement of several rows in more CPU than its round trip costs the client).
  * The shape is `variant` plus the structure of `input`: array lengths and the
  * keys of objects (undefined fields left out, as Kysely leaves them out). Every
- * other leaf of `input` (string, number, boolean, null) is a value: `build` gets markers
- * in their place (plain data only: no Dates or Buffers), which are swapped for the real values on every call, so it
- * must use leaves only as values and choose anything else by `variant`.
+ * other leaf of `input` (string, number, boolean, null; plain data only, no
+ * Dates or Buffers) is a value: `build` gets markers in their place, which are
+ * swapped for the real values on every call, so it must use leaves only as
+ * values and choose anything else by `variant`. A value is bound by its
+ * position, never looked up by content, so no input can pass for a marker.
  */
 export function preparedWrite<I>(
   build: (db: Kysely<Database>, variant: string, input: I) => Compilable<unknown>,
