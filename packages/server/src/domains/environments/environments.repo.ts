@@ -174,18 +174,3 @@ export async function deleteEnvironment(
     .execute();
   await db.deleteFrom('environments').where('id', '=', id).execute();
 }
-
-/**
- * Bumps the revision of environments whose secret listing changes; call it in
- * the write transaction. Returns how many exist, so a writer learns in the same
- * statement that a concurrent delete removed the environment.
- */
-export async function bumpRevision(db: Kysely<Database>, ids: readonly string[]): Promise<number> {
-  if (ids.length === 0) return 0;
-  const result = await db
-    .updateTable('environments')
-    .set((eb) => ({ revision: eb('revision', '+', 1) }))
-    .where('id', 'in', ids)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
-}

@@ -7,11 +7,9 @@ import type {
   SecretVersionTable,
 } from '../../db/schema.js';
 import { preparedWrite } from '../../db/prepared-query.js';
-import { insertAuditRows } from '../audit/audit.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
 import {
-  bumpRevision,
   environmentQuery,
   findEnvironmentForWrite,
   type environmentsWithMembership,
@@ -182,17 +180,15 @@ export async function findSecretWithMembership(
   return row && withSecret(row, name);
 }
 
+/** `findEnvironmentForWrite` with the secret `name` joined by `join`. */
+const writeTargetQuery = (join: typeof joinSecret | typeof joinLockedSecret) =>
+  environmentQuery((query, name: string) =>
+    join(query, name).innerJoin('projects as p', 'p.id', 'e.project_id').select('p.vault_epoch'),
+  );
+
 const secretForWrite = {
-  sqlite: environmentQuery((query, name: string) =>
-    joinSecret(query, name)
-      .innerJoin('projects as p', 'p.id', 'e.project_id')
-      .select('p.vault_epoch'),
-  ),
-  postgres: environmentQuery((query, name: string) =>
-    joinLockedSecret(query, name)
-      .innerJoin('projects as p', 'p.id', 'e.project_id')
-      .select('p.vault_epoch'),
-  ),
+  sqlite: writeTargetQuery(joinSecret),
+  postgres: writeTargetQuery(joinLockedSecret),
 };
 
 /**
@@ -264,19 +260,10 @@ export async function updateSecret(
   await db.updateTable('secrets').set(secretChange(patch)).where('id', '=', id).execute();
 }
 
-export async function insertVersions(db: Kysely<Database>, rows: readonly SecretVersionRow[]) {
-  await inChunks(rows, (chunk) => db.insertInto('secret_versions').values(chunk).execute());
-}
-
 /** A secret row a change writes: inserted when `created`, its new version otherwise. */
 export interface SecretWrite {
   row: SecretRow;
   created: boolean;
-}
-
-async function writeSecret(db: Kysely<Database>, { row, created }: SecretWrite): Promise<void> {
-  if (created) await insertSecrets(db, [row]);
-  else await updateSecret(db, row.id, row);
 }
 
 interface AppendRows {
@@ -321,8 +308,9 @@ const appendStatement = preparedWrite(
 );
 
 /**
- * `appendAndBump` where data-modifying CTEs are not available (SQLite): one
- * statement per table, each compiled once per shape as well.
+ * `appendAndBump` where data-modifying CTEs are not available (SQLite) or a
+ * batch is too large for one statement: one statement per table (and chunk),
+ * each compiled once per shape as well.
  */
 const secretStatement = preparedWrite((db, variant, row: SecretRow) =>
   variant === 'insert'
@@ -348,9 +336,8 @@ const revisionStatement = preparedWrite((db, _variant, environment: { id: string
  * environment's revision (which the listing cache keys on). On PostgreSQL that
  * is ONE statement (data-modifying CTEs; foreign keys are checked at its end,
  * so a new secret's first version may reference it) instead of up to four
- * round trips, each of which other writers of the environment would wait for.
- * The statements are compiled once per shape (`preparedWrite`); very large
- * batches take the chunked path.
+ * round trips, each of which other writers of the environment would wait for;
+ * batches of more than `CHUNK` rows are written a chunk at a time.
  */
 export async function appendAndBump(
   db: Kysely<Database>,
@@ -359,15 +346,13 @@ export async function appendAndBump(
   rows: AppendRows,
 ): Promise<void> {
   const { secret, versions, audit } = rows;
-  if (versions.length > CHUNK || audit.length > CHUNK) {
-    if (secret) await writeSecret(db, secret);
-    await insertVersions(db, versions);
-    await insertAuditRows(db, audit);
-    await bumpRevision(db, [environmentId]);
-    return;
-  }
   const variant = !secret ? 'none' : secret.created ? 'insert' : 'update';
-  if (dialect === 'postgres' && audit.length > 0) {
+  if (
+    dialect === 'postgres' &&
+    audit.length > 0 &&
+    versions.length <= CHUNK &&
+    audit.length <= CHUNK
+  ) {
     await appendStatement(db, variant, {
       environmentId,
       rows: { secret: secret?.row, versions, audit },
@@ -375,8 +360,8 @@ export async function appendAndBump(
     return;
   }
   if (secret) await secretStatement(db, variant, secret.row);
-  if (versions.length > 0) await versionsStatement(db, '', versions);
-  if (audit.length > 0) await auditStatement(db, '', audit);
+  await inChunks(versions, (chunk) => versionsStatement(db, '', chunk));
+  await inChunks(audit, (chunk) => auditStatement(db, '', chunk));
   await revisionStatement(db, '', { id: environmentId });
 }
 
