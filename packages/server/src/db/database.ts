@@ -277,6 +277,20 @@ export async function migrateToLatest(db: Db): Promise<void> {
 const PROJECT_LOCK_SPACE = 0x434f4646; // "COFF"
 
 /**
+ * The statement that takes a project's lock, shared or exclusive: the one
+ * place its key is spelled, so writers and what excludes them always meet on
+ * the same lock. The project id is written into the SQL (the shared lock
+ * travels in a parameterless simple query, see `inSharedProjectTransaction`),
+ * so only a well-formed id (`proj_` and 20 base62 characters) is accepted.
+ */
+function projectLockStatement(projectId: string, mode: 'shared' | 'exclusive'): string {
+  if (!isId('project', projectId))
+    throw new Error(`not a project id: ${JSON.stringify(projectId)}`);
+  const lock = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+  return `select ${lock}(${PROJECT_LOCK_SPACE}, hashtext('${projectId}'))`;
+}
+
+/**
  * Serialises writers of one project inside a transaction: waits for the
  * project's secret writers to finish and keeps new ones out until commit.
  * PostgreSQL takes the project's lock exclusively (and a row lock on the
@@ -288,11 +302,10 @@ export async function lockProject(
   dialect: DialectName,
   projectId: string,
 ): Promise<boolean> {
+  if (!isId('project', projectId)) return false; // no such project can exist
   let query = trx.selectFrom('projects').select('id').where('id', '=', projectId);
   if (dialect === 'postgres') {
-    await sql`select pg_advisory_xact_lock(${PROJECT_LOCK_SPACE}, hashtext(${projectId}))`.execute(
-      trx,
-    );
+    await sql.raw(projectLockStatement(projectId, 'exclusive')).execute(trx);
     query = query.forUpdate();
   }
   return (await query.executeTakeFirst()) !== undefined;
@@ -308,26 +321,20 @@ export async function lockProject(
  * time anyway.)
  *
  * The transaction's start and the lock share ONE round trip: a simple-protocol
- * `begin; select pg_advisory_xact_lock_shared(…)`. Such a query takes no
- * parameters, so the project id is written into its text, and only a
- * well-formed id (`proj_` and 20 base62 characters) ever is: anything else is
- * refused here, before it reaches the database.
+ * `begin; select pg_advisory_xact_lock_shared(…)`, which takes no parameters
+ * (so a malformed project id is refused before anything is sent; see
+ * `projectLockStatement`).
  */
 export async function inSharedProjectTransaction<T>(
   kysely: Kysely<Database>,
   projectId: string,
   work: (trx: Kysely<Database>) => Promise<T>,
 ): Promise<T> {
-  if (!isId('project', projectId))
-    throw new Error(`not a project id: ${JSON.stringify(projectId)}`);
+  const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
   return kysely.connection().execute(async (conn) => {
     let result: T;
     try {
-      await sql
-        .raw(
-          `begin; select pg_advisory_xact_lock_shared(${PROJECT_LOCK_SPACE}, hashtext('${projectId}'))`,
-        )
-        .execute(conn);
+      await sql.raw(begin).execute(conn);
       result = await work(conn);
     } catch (error) {
       await sql`rollback`.execute(conn).catch(() => undefined);
