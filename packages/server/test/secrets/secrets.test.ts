@@ -45,6 +45,10 @@ for (const dialect of DIALECTS) {
     });
     after(async () => t.close());
 
+    /** Ids of stored secrets called `name`, in any environment. */
+    const storedNamed = (name: string) =>
+      t.testDb.db.kysely.selectFrom('secrets').select('id').where('name', '=', name).execute();
+
     const decrypt = (envId: string, name: string, value: string, epoch = project.epoch) =>
       decryptSecretValue({
         environmentKey: deriveEnvironmentKey(project.pmk, project.id, envId, epoch),
@@ -197,12 +201,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(errorOf(res).details, [
         { field: 'value', issue: 'stale_epoch', current_epoch: project.epoch },
       ]);
-      const stored = await t.testDb.db.kysely
-        .selectFrom('secrets')
-        .select('id')
-        .where('name', '=', 'OLD_EPOCH')
-        .execute();
-      assert.equal(stored.length, 0);
+      assert.deepEqual(await storedNamed('OLD_EPOCH'), []);
     });
 
     it('a write to a project id that is not well-formed is 404 not_found, and nothing is written', async () => {
@@ -217,12 +216,7 @@ for (const dialect of DIALECTS) {
         assert.equal(res.statusCode, 404, bad);
         assert.equal(errorOf(res).code, 'not_found');
       }
-      const stored = await t.testDb.db.kysely
-        .selectFrom('secrets')
-        .select('id')
-        .where('name', '=', 'MALFORMED')
-        .execute();
-      assert.equal(stored.length, 0);
+      assert.deepEqual(await storedNamed('MALFORMED'), []);
     });
 
     if (dialect === 'postgres') {
