@@ -31,10 +31,10 @@ let counter = 0;
 const email = () => `sdk-${process.pid}-${++counter}-${Date.now()}@example.test`;
 
 /** A self-signed certificate for localhost, trusted only by the clients built here (as the CLI does with --ca). */
-function tlsMaterial() {
+async function tlsMaterial() {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-sdk-tls-'));
   try {
-    return loadTls(loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }))!;
+    return (await loadTls(loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' })))!;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -58,7 +58,7 @@ for (const dialect of DIALECTS) {
       });
 
     before(async () => {
-      const tls = tlsMaterial();
+      const tls = await tlsMaterial();
       agent = new Agent({ connect: { ca: tls.cert } });
       t = await startTestApp(dialect, { deps: { https: { key: tls.key, cert: tls.cert } } });
       await t.app.listen({ host: 'localhost', port: 0 });

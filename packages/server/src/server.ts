@@ -1,5 +1,4 @@
 import type { Server } from 'node:http';
-import { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import { buildApp, type App } from './app.js';
 import type { Config } from './config.js';
@@ -26,7 +25,7 @@ export interface RunningServer {
 
 /** Builds the app for production use and listens: HTTPS plus the plain-HTTP redirect. */
 export async function startServer(config: Config, db: Db): Promise<RunningServer> {
-  const tls = loadTls(config);
+  const tls = await loadTls(config);
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null;
   const rateLimitStore: RateLimitStore = redis
     ? new RedisRateLimitStore(redis.client, `${config.redisKeyPrefix}rl:`)
@@ -116,6 +115,8 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
  * reachable at start: the server still starts, with a warning.
  */
 async function connectRedis(url: string) {
+  // Loaded only when configured: a single-box server never holds ioredis.
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
+import type SQLite from 'better-sqlite3';
 import {
   Kysely,
   Migrator,
@@ -12,7 +12,7 @@ import {
   type PostgresPoolClient,
   type SqliteDatabase,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
 import { isId } from '../ids.js';
@@ -44,7 +44,10 @@ export function targetFromConfig(config: {
 }
 
 export async function openDatabase(target: DatabaseTarget): Promise<Db> {
+  // Each driver is loaded only for the database it serves: an operator on the
+  // embedded default never pays pg's memory, nor a PostgreSQL one SQLite's.
   if (target.kind === 'sqlite') {
+    const { default: SQLite } = await import('better-sqlite3');
     const sqlite = new SQLite(target.file);
     // WAL for concurrent readers; FULL so an acknowledged write survives power loss
     // and kill -9; a busy timeout so a second process waits instead of failing.
@@ -72,6 +75,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     };
   }
   if (target.kind === 'postgres') {
+    const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: target.url, max: target.maxConnections ?? 10 });
     // An idle pooled connection that the server ends (restart, failover, admin
     // termination) is emitted here; unhandled it would crash the process. The

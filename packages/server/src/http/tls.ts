@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import * as selfsigned from 'selfsigned';
+import type * as selfsigned from 'selfsigned';
 import type { Config } from '../config.js';
 
 export interface TlsMaterial {
@@ -21,7 +21,7 @@ export interface TlsMaterial {
  * in the data directory (generated on first start, reused afterwards), so the
  * embedded default serves HTTPS without any setup.
  */
-export function loadTls(config: Config): TlsMaterial | null {
+export async function loadTls(config: Config): Promise<TlsMaterial | null> {
   if (config.tls.mode === 'off') return null;
   if (config.tls.mode === 'files') {
     const cert = readFileSync(config.tls.certFile, 'utf8');
@@ -76,7 +76,9 @@ export function loadTls(config: Config): TlsMaterial | null {
       },
     ],
   };
-  const pems = selfsigned.generate([{ name: 'commonName', value: publicHost }], options);
+  // Loaded only to make a certificate: node-forge is large and a running server never needs it again.
+  const { generate } = await import('selfsigned');
+  const pems = generate([{ name: 'commonName', value: publicHost }], options);
   writeFileSync(keyFile, pems.private, { mode: 0o600 });
   writeFileSync(certFile, pems.cert, { mode: 0o644 });
   return {

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { AppContext } from '../../app.js';
 import {
   claimMessage,
@@ -38,20 +38,26 @@ export class OutboxWorker {
   private running: Promise<void> | null = null;
   private wokenWhileRunning = false;
   private started = false;
-  private readonly transport: Transporter;
+  /** Made on the first delivery: nodemailer is loaded only once there is mail. */
+  private transport: Promise<Transporter> | null = null;
   private readonly toFile: boolean;
 
   constructor(private readonly deps: Deps) {
-    const { config } = deps;
-    this.toFile = config.smtpUrl === null;
-    this.transport = config.smtpUrl
-      ? nodemailer.createTransport({
-          url: config.smtpUrl,
-          connectionTimeout: 10_000,
-          greetingTimeout: 10_000,
-          socketTimeout: 30_000,
-        } as Parameters<typeof nodemailer.createTransport>[0])
-      : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+    this.toFile = deps.config.smtpUrl === null;
+  }
+
+  private mailer(): Promise<Transporter> {
+    const { smtpUrl } = this.deps.config;
+    return (this.transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      smtpUrl
+        ? nodemailer.createTransport({
+            url: smtpUrl,
+            connectionTimeout: 10_000,
+            greetingTimeout: 10_000,
+            socketTimeout: 30_000,
+          } as Parameters<typeof nodemailer.createTransport>[0])
+        : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' }),
+    ));
   }
 
   start(): void {
@@ -72,7 +78,9 @@ export class OutboxWorker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
-    this.transport.close();
+    const transport = this.transport;
+    this.transport = null;
+    (await transport)?.close();
   }
 
   private run(): void {
@@ -119,7 +127,9 @@ export class OutboxWorker {
     try {
       if (row.kind !== 'email') throw new Error(`unknown outbox message kind "${row.kind}"`);
       const message = JSON.parse(row.payload) as EmailMessage;
-      const info = await this.transport.sendMail({
+      const info = await (
+        await this.mailer()
+      ).sendMail({
         from: config.mailFrom,
         to: message.to,
         subject: message.subject,
