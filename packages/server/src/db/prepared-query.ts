@@ -74,7 +74,7 @@ export function selectRows<R>(db: Kysely<Database>, query: Compilable<R>): Promi
   return readRows<R>(db, query.compile());
 }
 
-/** Shapes a `preparedWrite` keeps compiled; past them its statements are compiled per call. */
+/** Shapes a `preparedWrite` keeps compiled; past them the least recently used is dropped. */
 const MAX_WRITE_SHAPES = 64;
 
 type Marked = { values: unknown[]; shape: string[] };
@@ -128,19 +128,20 @@ export function preparedWrite<I>(
     markLeaves(input, leaves, false);
     const key = leaves.shape.join('\u0001');
     let compiled = shapes.get(key);
-    if (!compiled) {
-      if (shapes.size >= MAX_WRITE_SHAPES) {
-        await db.executeQuery(build(db, variant, input).compile());
-        return;
-      }
+    if (compiled) {
+      // Most recently used last, so the hot shapes stay and rare ones (a batch
+      // of an unusual size) are the ones evicted.
+      shapes.delete(key);
+    } else {
+      if (shapes.size >= MAX_WRITE_SHAPES) shapes.delete(shapes.keys().next().value!);
       const markers: Marked = { values: [], shape: [] };
       const query = build(db, variant, markLeaves(input, markers, true) as I);
       compiled = markedStatement(
         query,
         markers.values.map((_, i) => marker(i)),
       );
-      shapes.set(key, compiled);
     }
+    shapes.set(key, compiled);
     await db.executeQuery(bound(compiled, leaves.values));
   };
 }

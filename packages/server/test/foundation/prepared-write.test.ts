@@ -112,33 +112,35 @@ for (const dialect of DIALECTS) {
       ]);
     });
 
-    it('past the shapes it keeps, statements are built per call and still write what they are given', async () => {
+    it('keeps the shapes used most recently; the others are built again and still write what they are given', async () => {
       const bulk = (k: number) => event(k, { action: 'test.bulk' });
+      const write = (length: number) =>
+        appendEvents(
+          t.db.kysely,
+          'bulk',
+          Array.from({ length }, () => bulk(n++)),
+        ).then(() => (expected += length));
       let n = 100;
       let expected = 0;
-      for (let length = 1; length <= 70; length++) {
-        const rows = Array.from({ length }, () => bulk(n++));
-        expected += length;
-        await appendEvents(t.db.kysely, 'bulk', rows);
-      }
-      // Lengths 1 and 2 were among the first shapes, so these two calls are cache hits.
+      // 70 shapes through a cache of 64: lengths 1 to 6 are the least recently used.
+      for (let length = 1; length <= 70; length++) await write(length);
       const before = auditBuilds;
-      await appendEvents(t.db.kysely, 'bulk', [bulk(n++), bulk(n++)]);
-      assert.equal(auditBuilds, before);
-      const seventyOne = Array.from({ length: 71 }, () => bulk(n++));
-      await appendEvents(t.db.kysely, 'bulk', seventyOne);
-      await appendEvents(
-        t.db.kysely,
-        'bulk',
-        seventyOne.map((e) => ({ ...e, id: `${e.id}_again` })),
-      );
-      assert.equal(auditBuilds - before, 2, 'a full cache builds again instead of growing');
+      await write(70);
+      await write(7);
+      assert.equal(auditBuilds, before, 'recently used shapes are kept');
+      await write(1);
+      assert.equal(auditBuilds, before + 1, 'the least recently used were dropped');
+      await write(1);
+      // Length 1 came back by dropping the least recently used shape (8; 7 was used again).
+      await write(8);
+      await write(7);
+      assert.equal(auditBuilds, before + 2, 'the cache does not grow past its bound');
       const stored = await t.db.kysely
         .selectFrom('audit_events')
         .select(['id', 'request_id', 'data'])
         .where('action', '=', 'test.bulk')
         .execute();
-      assert.equal(stored.length, expected + 2 + 142);
+      assert.equal(stored.length, expected);
       for (const row of stored) {
         const k = Number(/^evt_prepared_(\d+)/.exec(row.id)![1]);
         assert.deepEqual(row, { id: row.id, request_id: `req-${k}`, data: event(k).data });
