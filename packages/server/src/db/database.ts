@@ -328,24 +328,33 @@ export async function lockProject(
  * `begin; select pg_advisory_xact_lock_shared(…)`, which takes no parameters
  * (so a malformed project id is refused before anything is sent; see
  * `projectLockStatement`).
+ *
+ * `lastStatement`, given `work`'s result, is a parameterless statement sent in
+ * ONE round trip with the commit. For a lock other transactions queue on (a
+ * hot row): taken there, it is held only while PostgreSQL commits, not also
+ * while the answer to the statement that took it crosses to this process and
+ * waits for a busy event loop to send the commit. Any value written into it
+ * must be validated by the caller, as the project id is here.
  */
 export async function inSharedProjectTransaction<T>(
   kysely: Kysely<Database>,
   projectId: string,
   work: (trx: Kysely<Database>) => Promise<T>,
+  lastStatement?: (result: T) => string,
 ): Promise<T> {
   const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
   return kysely.connection().execute(async (conn) => {
-    let result: T;
     try {
       await sql.raw(begin).execute(conn);
-      result = await work(conn);
+      const result = await work(conn);
+      const commit = lastStatement ? `${lastStatement(result)}; commit` : 'commit';
+      await sql.raw(commit).execute(conn);
+      return result;
     } catch (error) {
+      // Also after a failed commit, which has already ended the transaction.
       await sql`rollback`.execute(conn).catch(() => undefined);
       throw error;
     }
-    await sql`commit`.execute(conn);
-    return result;
   });
 }
 

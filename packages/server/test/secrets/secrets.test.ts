@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { inSharedProjectTransaction, lockProject } from '../../src/db/database.js';
 import { DIALECTS, POSTGRES_URL } from '../support/db.js';
+import { revisionBumpStatement } from '../../src/domains/secrets/secrets.repo.js';
 import {
   addMember,
   createProject,
@@ -229,6 +230,100 @@ for (const dialect of DIALECTS) {
           /not a project id/,
         );
         assert.equal(ran, false);
+      });
+    }
+
+    it("every write bumps its environment's revision once, with its commit; a refused write leaves it", async () => {
+      // A project of its own: the listing tests count the shared project's secrets.
+      const own = await createProject(t);
+      const env = own.env.production;
+      const revision = async () =>
+        Number(
+          (
+            await t.testDb.db.kysely
+              .selectFrom('environments')
+              .select('revision')
+              .where('id', '=', env.id)
+              .executeTakeFirstOrThrow()
+          ).revision,
+        );
+      const start = await revision();
+      expectStatus(await putSecret(t, own, env, 'REVISION_A', 'one', own.admin.headers), 201);
+      assert.equal(await revision(), start + 1, 'a created secret');
+      expectStatus(await putSecret(t, own, env, 'REVISION_A', 'two', own.admin.headers), 200);
+      assert.equal(await revision(), start + 2, 'an updated secret');
+      const stale = await putSecret(t, own, env, 'REVISION_A', 'three', own.admin.headers, {
+        expected_version: 1,
+      });
+      assert.equal(stale.statusCode, 409);
+      assert.equal(await revision(), start + 2, 'a refused write changes nothing');
+      const batch = await t.request({
+        method: 'POST',
+        url: secretsUrl(own, env.slug, '/batch'),
+        headers: own.admin.headers,
+        body: {
+          secrets: ['REVISION_B', 'REVISION_C'].map((name) => ({
+            name,
+            value: envelope(own, env.id, name, 'b'),
+          })),
+        },
+      });
+      assert.ok(batch.statusCode < 300, batch.body);
+      assert.equal(await revision(), start + 3, 'a batch is one change');
+      const removed = await t.request({
+        method: 'DELETE',
+        url: secretsUrl(own, env.slug, '/REVISION_A'),
+        headers: own.admin.headers,
+      });
+      assert.equal(removed.statusCode, 204);
+      assert.equal(await revision(), start + 4, 'a deleted secret');
+    });
+
+    if (dialect === 'postgres') {
+      it('a failure of the statement sent with the commit rolls the whole transaction back', async () => {
+        const db = t.testDb.db.kysely;
+        const nameOf = async () =>
+          (
+            await db
+              .selectFrom('projects')
+              .select('name')
+              .where('id', '=', project.id)
+              .executeTakeFirstOrThrow()
+          ).name;
+        const before = await nameOf();
+        await assert.rejects(
+          inSharedProjectTransaction(
+            db,
+            project.id,
+            (trx) =>
+              trx
+                .updateTable('projects')
+                .set({ name: 'never committed' })
+                .where('id', '=', project.id)
+                .execute(),
+            () => 'select 1 / 0',
+          ),
+          /division by zero/,
+        );
+        assert.equal(await nameOf(), before);
+        // The connection went back to the pool outside any transaction.
+        const after = await inSharedProjectTransaction(
+          db,
+          project.id,
+          async (trx) => (await sql<{ one: number }>`select 1 as one`.execute(trx)).rows[0]!.one,
+          () => 'select 2',
+        );
+        assert.equal(after, 1);
+      });
+
+      it('the revision bump sent with the commit takes only a well-formed environment id', () => {
+        for (const bad of [
+          "env_aaaaaaaaaaaaaaaaaaaa'; --",
+          'env_short',
+          'proj_aaaaaaaaaaaaaaaaaaaa',
+        ])
+          assert.throws(() => revisionBumpStatement(bad), /not an environment id/);
+        assert.match(revisionBumpStatement(project.env.production.id), /^update environments /);
       });
     }
 

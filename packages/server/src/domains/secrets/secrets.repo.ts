@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, QueryCreator, Selectable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type {
   AuditEventTable,
@@ -7,6 +7,7 @@ import type {
   SecretVersionTable,
 } from '../../db/schema.js';
 import { preparedWrite } from '../../db/prepared-query.js';
+import { isId } from '../../ids.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
 import {
@@ -273,42 +274,32 @@ interface AppendRows {
 }
 
 /**
- * The PostgreSQL form of `appendAndBump`: one statement of data-modifying CTEs,
+ * The PostgreSQL form of `appendChange`: one statement of data-modifying CTEs,
  * compiled once per shape (`variant` says whether the secret row is inserted,
  * updated or not written here).
  */
 const appendStatement = preparedWrite(
-  (
-    db,
-    variant,
-    input: { environmentId: string; rows: Omit<AppendRows, 'secret'> & { secret?: SecretRow } },
-  ) => {
-    const { environmentId, rows } = input;
+  (db, variant, rows: Omit<AppendRows, 'secret'> & { secret?: SecretRow }) => {
     const { secret, versions, audit } = rows;
-    let creator = db.with('appended_audit', (qc) =>
-      qc.insertInto('audit_events').values([...audit]),
-    );
+    let creator: QueryCreator<Database> = db;
     if (secret) {
       creator = creator.with('written_secret', (qc) =>
         variant === 'insert'
           ? qc.insertInto('secrets').values(secret)
           : qc.updateTable('secrets').set(secretChange(secret)).where('id', '=', secret.id),
-      ) as unknown as typeof creator;
+      ) as unknown as QueryCreator<Database>;
     }
     if (versions.length > 0) {
       creator = creator.with('appended_versions', (qc) =>
         qc.insertInto('secret_versions').values([...versions]),
-      ) as unknown as typeof creator;
+      ) as unknown as QueryCreator<Database>;
     }
-    return creator
-      .updateTable('environments')
-      .set((eb) => ({ revision: eb('revision', '+', 1) }))
-      .where('id', '=', environmentId);
+    return creator.insertInto('audit_events').values([...audit]);
   },
 );
 
 /**
- * `appendAndBump` where data-modifying CTEs are not available (SQLite) or a
+ * `appendChange` where data-modifying CTEs are not available (SQLite) or a
  * batch is too large for one statement: one statement per table (and chunk),
  * each compiled once per shape as well.
  */
@@ -331,18 +322,18 @@ const revisionStatement = preparedWrite((db, _variant, environment: { id: string
 );
 
 /**
- * The end of every secret write: writes the change's secret row when it left
- * that to here (`secret`), appends its versions and audit events and bumps the
- * environment's revision (which the listing cache keys on). On PostgreSQL that
- * is ONE statement (data-modifying CTEs; foreign keys are checked at its end,
- * so a new secret's first version may reference it) instead of up to four
- * round trips, each of which other writers of the environment would wait for;
- * batches of more than `CHUNK` rows are written a chunk at a time.
+ * What every secret write stores besides the secret rows its change already
+ * wrote: the secret row it left to here (`secret`), its versions and its audit
+ * events. On PostgreSQL that is ONE statement (data-modifying CTEs; foreign
+ * keys are checked at its end, so a new secret's first version may reference
+ * it) instead of up to three round trips; batches of more than `CHUNK` rows
+ * are written a chunk at a time. The environment's revision is bumped after
+ * it, by `bumpRevision` or, on PostgreSQL, with the commit
+ * (`revisionBumpStatement`).
  */
-export async function appendAndBump(
+export async function appendChange(
   db: Kysely<Database>,
   dialect: DialectName,
-  environmentId: string,
   rows: AppendRows,
 ): Promise<void> {
   const { secret, versions, audit } = rows;
@@ -353,16 +344,32 @@ export async function appendAndBump(
     versions.length <= CHUNK &&
     audit.length <= CHUNK
   ) {
-    await appendStatement(db, variant, {
-      environmentId,
-      rows: { secret: secret?.row, versions, audit },
-    });
+    await appendStatement(db, variant, { secret: secret?.row, versions, audit });
     return;
   }
   if (secret) await secretStatement(db, variant, secret.row);
   await inChunks(versions, (chunk) => versionsStatement(db, '', chunk));
   await inChunks(audit, (chunk) => auditStatement(db, '', chunk));
+}
+
+/**
+ * Bumps the environment's revision (which the listing cache keys on). Its row
+ * lock serialises the environment's writers until they commit, so it comes last.
+ */
+export async function bumpRevision(db: Kysely<Database>, environmentId: string): Promise<void> {
   await revisionStatement(db, '', { id: environmentId });
+}
+
+/**
+ * `bumpRevision` as a parameterless statement, for PostgreSQL to send with the
+ * commit (see `inSharedProjectTransaction`): the environment's writers queue
+ * on its row only while PostgreSQL commits. The id is written into the SQL, so
+ * only a well-formed one is accepted.
+ */
+export function revisionBumpStatement(environmentId: string): string {
+  if (!isId('environment', environmentId))
+    throw new Error(`not an environment id: ${JSON.stringify(environmentId)}`);
+  return `update environments set revision = revision + 1 where id = '${environmentId}'`;
 }
 
 /** Deletes secrets; their versions go with them (foreign-key cascade). */

@@ -138,11 +138,24 @@ export function secretsService(ctx: SecretsServiceDeps) {
   // concurrent transactions on separate connections and groups their WAL flushes
   // itself; there each write holds its project's lock shared.
   const groupCommit = ctx.db.dialect === 'sqlite' ? new GroupCommit(db) : null;
-  const transact = <T>(
+  /**
+   * Runs a write and bumps the revision of the environment it wrote, last (its
+   * row lock serialises the environment's writers until commit): on SQLite
+   * inside the group's transaction, on PostgreSQL in the commit's round trip.
+   */
+  const transact = <T extends { environmentId: string }>(
     projectId: string,
     work: (trx: Kysely<Database>) => Promise<T>,
   ): Promise<T> =>
-    groupCommit ? groupCommit.run(work) : inSharedProjectTransaction(db, projectId, work);
+    groupCommit
+      ? groupCommit.run(async (trx) => {
+          const done = await work(trx);
+          await repo.bumpRevision(trx, done.environmentId);
+          return done;
+        })
+      : inSharedProjectTransaction(db, projectId, work, (done) =>
+          repo.revisionBumpStatement(done.environmentId),
+        );
   // PostgreSQL writers run concurrently, so they lock the secret rows they change.
   const lockRows = ctx.db.dialect === 'postgres';
 
@@ -170,8 +183,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * one secret, that secret (`name`; its row locked on PostgreSQL) in one query
    * on that committed state and requires write access, runs the change, and
    * writes the secret row it left for the end (a PUT, a rollback), its versions and
-   * audit events with the environment's revision bump LAST, so that row lock
-   * (which serialises the environment's writers) is held only until the
+   * audit events; `transact` bumps the environment's revision LAST, so that row
+   * lock (which serialises the environment's writers) is held only until the
    * commit. Cached listings are dropped after commit.
    * On PostgreSQL, changes lock the secret rows they read; two
    * writers creating the same name at once, or a rare deadlock between
@@ -203,7 +216,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
             now,
             existing: row.secret,
           });
-          await repo.appendAndBump(trx, ctx.db.dialect, context.environment.id, {
+          await repo.appendChange(trx, ctx.db.dialect, {
             secret,
             versions,
             audit: auditRows(
