@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../packages/server/src/config.js';
+import { POSTGRES_POOL_SIZE } from '../packages/server/src/db/database.js';
 import { loadTls } from '../packages/server/src/http/tls.js';
 import {
   describeMachine,
@@ -15,6 +16,7 @@ import {
 import { LoadGenerator } from './lib/load.js';
 import { MB, measureLoad, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
+import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
 import { findProfile, renderProfiles, summariseProfile, type Window } from './lib/profile.js';
 import { freePort, startProcess, terminateAll, type ServerProcess } from './lib/processes.js';
 import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
@@ -54,7 +56,7 @@ if (machine.dataFilesystem === 'tmpfs')
   say('  warning: the data directory is on tmpfs, so fsync costs nothing; write figures overstate');
 
 // One self-signed certificate (the server's own generator) for every server of the run.
-loadTls(loadConfig({ DATA_DIR: workDir }));
+await loadTls(loadConfig({ DATA_DIR: workDir }));
 const tls: Tls = { certFile: join(workDir, 'tls/cert.pem'), keyFile: join(workDir, 'tls/key.pem') };
 
 const load = new LoadGenerator();
@@ -80,7 +82,9 @@ function describe(row: Row): string {
     const r = row.result;
     return `${row.title} [${row.backend}]: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${row.ratio !== null ? `, ${(row.ratio * 100).toFixed(1)}% of ceiling` : ''}`;
   }
-  return `${row.title} [${row.backend}]: ${row.value.toFixed(row.unit === 's' ? 2 : 1)} ${row.unit} (${row.detail})`;
+  const value =
+    row.unit === 'tx/s' ? Math.round(row.value) : row.value.toFixed(row.unit === 's' ? 2 : 1);
+  return `${row.title} [${row.backend}]: ${value} ${row.unit} (${row.detail})`;
 }
 
 /** What the scenarios of one backend are compared with, measured right before them. */
@@ -183,6 +187,44 @@ async function measureScenario(
   return measured;
 }
 
+/**
+ * PostgreSQL alone running the transaction of a Coffer secret write (pgbench,
+ * as many connections as the server's pool), right after Coffer's own writes:
+ * the share of what the database allows on this machine that Coffer reaches.
+ */
+async function measurePostgresAlone(backend: Backend): Promise<void> {
+  const title = "PostgreSQL alone: Coffer's write transaction";
+  if (!havePgbench()) {
+    say(`  ${title}: skipped (pgbench not installed; Debian package postgresql-client)`);
+    return;
+  }
+  const alone = await postgresAlone({
+    databaseUrl: backend.env.DATABASE_URL!,
+    workDir,
+    clients: POSTGRES_POOL_SIZE,
+    warmupSeconds: timing.warmupSeconds,
+    seconds: timing.seconds,
+  });
+  const coffer = rows.find(
+    (r) => r.kind === 'load' && r.id === 'write-secret' && r.backend === backend.name,
+  );
+  const share =
+    coffer?.kind === 'load'
+      ? `; Coffer's durable writes: ${((coffer.result.rps / alone.tps) * 100).toFixed(0)}% of it`
+      : '';
+  push({
+    kind: 'value',
+    id: 'postgres-alone-write',
+    title,
+    backend: backend.name,
+    value: alone.tps,
+    unit: 'tx/s',
+    detail: `pgbench, ${alone.clients} connections${share}`,
+    target: null,
+    pass: null,
+  });
+}
+
 async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
@@ -221,6 +263,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       windows.push(window);
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
+    if (name === 'postgres' && selected('write-secret')) await measurePostgresAlone(backend);
 
     for (const scenario of CLIENT_SCENARIOS) {
       if (!selected(scenario.id)) continue;

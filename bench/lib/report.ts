@@ -37,7 +37,7 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB';
+  unit: 'ms' | 's' | 'MB' | 'tx/s';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
@@ -56,7 +56,9 @@ const fmtNum = (n: number, unit: string) =>
         : fmtInt(n)
     : unit === 'MB'
       ? n.toFixed(1)
-      : n.toFixed(2);
+      : unit === 'tx/s'
+        ? fmtInt(n)
+        : n.toFixed(2);
 
 export const targets = {
   list: {

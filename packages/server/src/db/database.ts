@@ -33,6 +33,9 @@ export type DatabaseTarget =
   /** Any Kysely PostgreSQL-compatible dialect (the test suite uses an in-process PGlite). */
   | { kind: 'postgres-dialect'; dialect: Dialect; close?: () => Promise<void> };
 
+/** Connections each server instance keeps to PostgreSQL. */
+export const POSTGRES_POOL_SIZE = 10;
+
 /** The embedded default: a SQLite file in the data directory, unless `DATABASE_URL` is set. */
 export function targetFromConfig(config: {
   dataDir: string;
@@ -76,7 +79,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   }
   if (target.kind === 'postgres') {
     const { default: pg } = await import('pg');
-    const pool = new pg.Pool({ connectionString: target.url, max: target.maxConnections ?? 10 });
+    const pool = new pg.Pool({
+      connectionString: target.url,
+      max: target.maxConnections ?? POSTGRES_POOL_SIZE,
+    });
     // An idle pooled connection that the server ends (restart, failover, admin
     // termination) is emitted here; unhandled it would crash the process. The
     // pool drops that connection and opens a new one for the next query, and a
