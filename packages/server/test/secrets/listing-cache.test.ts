@@ -243,10 +243,10 @@ for (const dialect of DIALECTS) {
     let dbB: Db;
     let ownDbB = false;
     const redisClients: Redis[] = [];
+    // Both instances publish and subscribe on a channel of this test only.
+    const channel = `coffer-test:${randomBytes(6).toString('hex')}:listings`;
 
     before(async () => {
-      // Both instances publish and subscribe on a channel of this test only.
-      const channel = `coffer-test:${randomBytes(6).toString('hex')}:listings`;
       const redisA = new Redis(REDIS_URL);
       const redisB = new Redis(REDIS_URL);
       redisClients.push(redisA, redisB);
@@ -301,6 +301,25 @@ for (const dialect of DIALECTS) {
       assert.equal(after.status, 200);
       assert.notEqual(after.etag, first.etag);
       assert.deepEqual(versionsOf(after.body), ['SHARED@2']);
+    });
+
+    it('invalidations made close together travel in one message', async () => {
+      const listener = new Redis(REDIS_URL);
+      redisClients.push(listener);
+      const messages: Array<{ environments?: string[] }> = [];
+      listener.on('message', (_channel: string, raw: string) => messages.push(JSON.parse(raw)));
+      await listener.subscribe(channel);
+      const { development, staging, production } = project.env;
+      cacheA.invalidateEnvironments([development.id]);
+      cacheA.invalidateEnvironments([staging.id, development.id]);
+      cacheA.invalidateEnvironments([production.id]);
+      await eventually(async () => (messages.length > 0 ? true : undefined), 'the invalidation');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(messages.length, 1);
+      assert.deepEqual(
+        messages[0]!.environments?.sort(),
+        [development.id, production.id, staging.id].sort(),
+      );
     });
 
     it('a write through A makes B drop its cached copies through Redis', async () => {

@@ -37,6 +37,9 @@ export interface ListingCacheOptions {
 
 export const DEFAULT_LISTING_CACHE_BYTES = 32 * 1024 * 1024;
 
+/** How long environment invalidations gather before they are published together. */
+const PUBLISH_DELAY_MS = 20;
+
 export const etagOf = (body: Buffer) =>
   `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
 
@@ -63,6 +66,9 @@ export class ListingCache {
   private readonly subscriber: Redis | null;
   private readonly subscribed: Promise<void>;
   private readonly onError: (err: unknown) => void;
+  /** Environments dropped here whose invalidation waits to be published. */
+  private readonly unpublished = new Set<string>();
+  private publishTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(options: ListingCacheOptions = {}) {
     this.maxBytes = options.maxBytes ?? DEFAULT_LISTING_CACHE_BYTES;
@@ -125,11 +131,21 @@ export class ListingCache {
     }
   }
 
-  /** Drops the listings of these environments here and, with Redis, on every other instance. */
+  /**
+   * Drops the listings of these environments here at once and, with Redis, on
+   * every other instance shortly after: the invalidations of `PUBLISH_DELAY_MS`
+   * travel in one message (they only free memory, so they can wait; a busy
+   * environment's writes each cost a publish otherwise).
+   */
   invalidateEnvironments(environmentIds: readonly string[]): void {
     if (environmentIds.length === 0) return;
     this.dropEnvironments(environmentIds);
-    this.publish({ environments: environmentIds });
+    if (!this.publisher) return;
+    for (const id of environmentIds) this.unpublished.add(id);
+    if (!this.publishTimer) {
+      this.publishTimer = setTimeout(() => this.publishUnpublished(), PUBLISH_DELAY_MS);
+      this.publishTimer.unref();
+    }
   }
 
   /** Drops every listing of a project (re-key, project deletion) here and on every other instance. */
@@ -148,12 +164,22 @@ export class ListingCache {
   }
 
   async close(): Promise<void> {
+    this.publishUnpublished();
     this.entries.clear();
     this.byEnvironment.clear();
     this.bytes = 0;
     if (this.subscriber) {
       await this.subscriber.quit().catch(() => this.subscriber?.disconnect());
     }
+  }
+
+  private publishUnpublished(): void {
+    if (this.publishTimer) clearTimeout(this.publishTimer);
+    this.publishTimer = null;
+    if (this.unpublished.size === 0) return;
+    const environments = [...this.unpublished];
+    this.unpublished.clear();
+    this.publish({ environments });
   }
 
   private publish(message: { environments?: readonly string[]; project?: string }): void {
