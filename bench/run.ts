@@ -3,8 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../packages/server/src/config.js';
-import { POSTGRES_POOL_SIZE } from '../packages/server/src/db/database.js';
+import { DEFAULT_DATABASE_POOL_SIZE, loadConfig } from '../packages/server/src/config.js';
 import { loadTls } from '../packages/server/src/http/tls.js';
 import {
   describeMachine,
@@ -201,7 +200,7 @@ async function measurePostgresAlone(backend: Backend): Promise<void> {
   const alone = await postgresAlone({
     databaseUrl: backend.env.DATABASE_URL!,
     workDir,
-    clients: POSTGRES_POOL_SIZE,
+    clients: DEFAULT_DATABASE_POOL_SIZE,
     warmupSeconds: timing.warmupSeconds,
     seconds: timing.seconds,
   });

@@ -17,6 +17,8 @@ export interface Config {
   readonly publicUrl: string;
   readonly dataDir: string;
   readonly databaseUrl: string | null;
+  /** Connections this instance keeps to PostgreSQL (unused on SQLite). */
+  readonly databasePoolSize: number;
   readonly redisUrl: string | null;
   /** Prepended to every Redis key and channel, so several deployments can share one Redis. */
   readonly redisKeyPrefix: string;
@@ -53,6 +55,9 @@ export interface RateLimitConfig {
   readonly auth: number;
   readonly windowSeconds: number;
 }
+
+/** Connections a server instance keeps to PostgreSQL unless `DATABASE_POOL_SIZE` says otherwise. */
+export const DEFAULT_DATABASE_POOL_SIZE = 10;
 
 export class ConfigError extends Error {
   constructor(
@@ -186,6 +191,7 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     publicUrl,
     dataDir: resolve(read('DATA_DIR') ?? './data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePoolSize: int('DATABASE_POOL_SIZE', DEFAULT_DATABASE_POOL_SIZE, 1, 1000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: read('REDIS_KEY_PREFIX') ?? 'coffer:',
     smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),

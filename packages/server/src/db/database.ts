@@ -16,6 +16,7 @@ import type pg from 'pg';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
 import { isId } from '../ids.js';
+import { DEFAULT_DATABASE_POOL_SIZE } from '../config.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -33,15 +34,18 @@ export type DatabaseTarget =
   /** Any Kysely PostgreSQL-compatible dialect (the test suite uses an in-process PGlite). */
   | { kind: 'postgres-dialect'; dialect: Dialect; close?: () => Promise<void> };
 
-/** Connections each server instance keeps to PostgreSQL. */
-export const POSTGRES_POOL_SIZE = 10;
-
 /** The embedded default: a SQLite file in the data directory, unless `DATABASE_URL` is set. */
 export function targetFromConfig(config: {
   dataDir: string;
   databaseUrl: string | null;
+  databasePoolSize?: number;
 }): DatabaseTarget {
-  if (config.databaseUrl) return { kind: 'postgres', url: config.databaseUrl };
+  if (config.databaseUrl)
+    return {
+      kind: 'postgres',
+      url: config.databaseUrl,
+      maxConnections: config.databasePoolSize ?? DEFAULT_DATABASE_POOL_SIZE,
+    };
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   return { kind: 'sqlite', file: join(config.dataDir, 'coffer.db') };
 }
@@ -81,7 +85,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({
       connectionString: target.url,
-      max: target.maxConnections ?? POSTGRES_POOL_SIZE,
+      max: target.maxConnections ?? DEFAULT_DATABASE_POOL_SIZE,
     });
     // An idle pooled connection that the server ends (restart, failover, admin
     // termination) is emitted here; unhandled it would crash the process. The

@@ -19,6 +19,7 @@ describe('loadConfig', () => {
     assert.equal(config.dataDir, resolve('./data'));
     assert.equal(config.databaseUrl, null);
     assert.equal(config.redisUrl, null);
+    assert.equal(config.databasePoolSize, 10);
     assert.deepEqual(config.tls, { mode: 'self-signed' });
     assert.equal(config.trustProxy, false);
     assert.equal(config.bodyLimitBytes, 1024 * 1024);
@@ -50,6 +51,9 @@ describe('loadConfig', () => {
       [{ DATABASE_URL: 'mysql://db/coffer' }, [], 'DATABASE_URL'],
       [{ DATABASE_URL: 'not a url' }, [], 'DATABASE_URL'],
       [{ REDIS_URL: 'http://cache' }, [], 'REDIS_URL'],
+      [{ DATABASE_POOL_SIZE: '0' }, [], 'DATABASE_POOL_SIZE'],
+      [{ DATABASE_POOL_SIZE: 'many' }, [], 'DATABASE_POOL_SIZE'],
+      [{ DATABASE_POOL_SIZE: '1001' }, [], 'DATABASE_POOL_SIZE'],
       [{ TLS_CERT_FILE: join(dir, 'cert.pem') }, [], 'TLS_KEY_FILE'],
       [{ TLS_KEY_FILE: join(dir, 'key.pem') }, [], 'TLS_CERT_FILE'],
       [
