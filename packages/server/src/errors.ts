@@ -37,7 +37,16 @@ export class AppError extends Error {
     message: string,
     readonly details?: readonly ErrorDetail[],
   ) {
-    super(message);
+    // A client error is an answer, not a fault: nobody reads its stack trace, and
+    // capturing one cost more than the rest of a refused request (401, 429).
+    // Server errors (5xx) keep theirs.
+    const stackTraceLimit = Error.stackTraceLimit;
+    if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.name = 'AppError';
   }
 
