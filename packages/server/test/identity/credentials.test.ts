@@ -116,6 +116,41 @@ for (const dialect of DIALECTS) {
       assert.equal(errorOf(res).code, 'unauthenticated');
     });
 
+    if (dialect === 'sqlite') {
+      it('resolving a credential does not wait for a write in progress (SQLite reads it on the reader)', async () => {
+        const key = await apiKey();
+        assert.equal((await call(key.bearer)).statusCode, 403);
+        // The cached entry is stale, so the next request looks the key up again
+        // (its last use is recent, so nothing is written).
+        t.clock.advance(CREDENTIAL_CACHE_TTL_MS);
+        let released = false;
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        const writing = t.testDb.db.kysely.transaction().execute(async (trx) => {
+          await trx
+            .updateTable('api_keys')
+            .set({ name: 'renamed while a request resolves' })
+            .where('id', '=', key.id)
+            .execute();
+          await held;
+        });
+        // Should the lookup queue behind the write, the write ends after 3 s and the assertion fails.
+        const timer = setTimeout(() => {
+          released = true;
+          release();
+        }, 3_000);
+        try {
+          const res = await call(key.bearer);
+          assert.equal(released, false, 'the lookup waited for the write transaction');
+          assert.equal(res.statusCode, 403);
+        } finally {
+          clearTimeout(timer);
+          release();
+          await writing;
+        }
+      });
+    }
+
     it('an unknown bearer or session cookie is a 401 unauthenticated', async () => {
       for (const headers of [
         { authorization: `Bearer ${generateBearer('cek_')}` },

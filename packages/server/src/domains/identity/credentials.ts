@@ -3,6 +3,7 @@ import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
 import type { AppContext } from '../../app.js';
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared-query.js';
 import type { ApiKeyTable } from '../../db/schema.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
 
@@ -48,6 +49,28 @@ const TOKEN_COLUMNS = [
 ] as const;
 /** A token row as resolving reads it (CI tokens' columns have the same types, `expires_at` never null). */
 type TokenRow = Pick<ApiKeyTable, (typeof TOKEN_COLUMNS)[number]>;
+
+/*
+ * The lookups behind a credential the cache does not hold (its first request in
+ * a while, or one that does not exist), compiled once; on SQLite they run on the
+ * read-only connection, so refusing unknown credentials never queues behind, or
+ * ahead of, the writes.
+ */
+const apiKeyByHash = preparedQuery((db, hash: string) =>
+  db
+    .selectFrom('api_keys')
+    .select([...TOKEN_COLUMNS, 'role'])
+    .where('token_hash', '=', hash),
+);
+const ciTokenByHash = preparedQuery((db, hash: string) =>
+  db.selectFrom('ci_tokens').select(TOKEN_COLUMNS).where('token_hash', '=', hash),
+);
+const sessionByHash = preparedQuery((db, hash: string) =>
+  db
+    .selectFrom('sessions')
+    .select(['id', 'user_id', 'expires_at', 'last_used_at'])
+    .where('token_hash', '=', hash),
+);
 
 /**
  * How long a resolved credential is trusted without asking the database. A
@@ -262,31 +285,19 @@ export function credentialResolver(ctx: AppContext): CredentialResolver {
   }
 
   async function loadApiKey(hash: string): Promise<LoadedCredential | null> {
-    const key = await db
-      .selectFrom('api_keys')
-      .select([...TOKEN_COLUMNS, 'role'])
-      .where('token_hash', '=', hash)
-      .executeTakeFirst();
+    const [key] = await apiKeyByHash(db, hash);
     return loadedToken(key, (row, common) => ({ kind: 'api_key', ...common, role: row.role }));
   }
 
   async function loadCiToken(hash: string): Promise<LoadedCredential | null> {
-    const token = await db
-      .selectFrom('ci_tokens')
-      .select(TOKEN_COLUMNS)
-      .where('token_hash', '=', hash)
-      .executeTakeFirst();
+    const [token] = await ciTokenByHash(db, hash);
     return loadedToken(token, (_row, common) => ({ kind: 'ci_token', ...common }));
   }
 
   return {
     resolveSession(token, now) {
       return resolve(hashToken(token), now, async (hash) => {
-        const row = await db
-          .selectFrom('sessions')
-          .select(['id', 'user_id', 'expires_at', 'last_used_at'])
-          .where('token_hash', '=', hash)
-          .executeTakeFirst();
+        const [row] = await sessionByHash(db, hash);
         if (!row) return null;
         return {
           principal: { kind: 'session', userId: row.user_id, sessionId: row.id },
