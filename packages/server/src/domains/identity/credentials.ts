@@ -50,12 +50,10 @@ const TOKEN_COLUMNS = [
 /** A token row as resolving reads it (CI tokens' columns have the same types, `expires_at` never null). */
 type TokenRow = Pick<ApiKeyTable, (typeof TOKEN_COLUMNS)[number]>;
 
-/*
- * The lookups behind a credential the cache does not hold (its first request in
- * a while, or one that does not exist), compiled once; on SQLite they run on the
- * read-only connection, so refusing unknown credentials never queues behind, or
- * ahead of, the writes.
- */
+// The lookups behind a credential the cache does not hold (its first request in
+// a while, or one that does not exist), compiled once; on SQLite they run on the
+// read-only connection, so resolving or refusing a credential never queues
+// behind, or ahead of, the writes.
 const apiKeyByHash = preparedQuery((db, hash: string) =>
   db
     .selectFrom('api_keys')
