@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { PROJECT_LOCK_SPACE } from '../../packages/server/src/db/database.js';
 
 export interface PostgresAlone {
   /** Committed transactions per second. */
@@ -22,7 +23,7 @@ export interface PostgresAlone {
  * one environment, as in the HTTP scenario.
  */
 const SCRIPT = `\\set n random(1, 100)
-begin \\; select pg_advisory_xact_lock_shared(1129268806, hashtext('proj_bench'));
+begin \\; select pg_advisory_xact_lock_shared(${PROJECT_LOCK_SPACE}, hashtext('proj_bench'));
 select e.revision, s.version from pgb_environments e left join lateral (select version from pgb_secrets where environment_id = e.id and name = 'S' || :n for update) s on true where e.id = 'env_bench';
 with written as (update pgb_secrets set version = version + 1, value = repeat('v', 400), updated_at = now() where environment_id = 'env_bench' and name = 'S' || :n returning id, version, value), versions as (insert into pgb_versions (secret_id, version, value, created_at) select id, version, value, now() from written) insert into pgb_audit (action, target_id, data, created_at) select 'secret.updated', id, '{"name":"S' || :n || '"}', now() from written;
 update pgb_environments set revision = revision + 1 where id = 'env_bench' \\; commit;

@@ -59,3 +59,16 @@ export function isId(kind: IdKind, value: string): boolean {
   }
   return value.length === ID_PREFIX[kind].length + 1 + SUFFIX_LENGTH && pattern.test(value);
 }
+
+/**
+ * `value` as a SQL string literal, for the few statements that travel without
+ * parameters (see `inSharedProjectTransaction`): only a well-formed id of
+ * `kind` is accepted, so nothing but base62 ever reaches the SQL text.
+ */
+export function idLiteral(kind: IdKind, value: string): string {
+  if (!isId(kind, value)) {
+    const article = /^[aeiou]/.test(kind) ? 'an' : 'a';
+    throw new Error(`not ${article} ${kind} id: ${JSON.stringify(value)}`);
+  }
+  return `'${value}'`;
+}

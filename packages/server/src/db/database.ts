@@ -15,7 +15,7 @@ import {
 import type pg from 'pg';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
-import { isId } from '../ids.js';
+import { idLiteral, isId } from '../ids.js';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../config.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -38,14 +38,10 @@ export type DatabaseTarget =
 export function targetFromConfig(config: {
   dataDir: string;
   databaseUrl: string | null;
-  databasePoolSize?: number;
+  databasePoolSize: number;
 }): DatabaseTarget {
   if (config.databaseUrl)
-    return {
-      kind: 'postgres',
-      url: config.databaseUrl,
-      maxConnections: config.databasePoolSize ?? DEFAULT_DATABASE_POOL_SIZE,
-    };
+    return { kind: 'postgres', url: config.databaseUrl, maxConnections: config.databasePoolSize };
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   return { kind: 'sqlite', file: join(config.dataDir, 'coffer.db') };
 }
@@ -288,7 +284,7 @@ export async function migrateToLatest(db: Db): Promise<void> {
  * behind an exclusive one already waiting — so a stream of writes can never
  * starve a re-key, as shared row locks could.
  */
-const PROJECT_LOCK_SPACE = 0x434f4646; // "COFF"
+export const PROJECT_LOCK_SPACE = 0x434f4646; // "COFF"
 
 /**
  * The statement that takes a project's lock, shared or exclusive: the one
@@ -298,10 +294,8 @@ const PROJECT_LOCK_SPACE = 0x434f4646; // "COFF"
  * so only a well-formed id (`proj_` and 20 base62 characters) is accepted.
  */
 function projectLockStatement(projectId: string, mode: 'shared' | 'exclusive'): string {
-  if (!isId('project', projectId))
-    throw new Error(`not a project id: ${JSON.stringify(projectId)}`);
   const lock = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
-  return `select ${lock}(${PROJECT_LOCK_SPACE}, hashtext('${projectId}'))`;
+  return `select ${lock}(${PROJECT_LOCK_SPACE}, hashtext(${idLiteral('project', projectId)}))`;
 }
 
 /**
