@@ -7,7 +7,7 @@ import type {
   SecretVersionTable,
 } from '../../db/schema.js';
 import { preparedWrite } from '../../db/prepared-query.js';
-import { isId } from '../../ids.js';
+import { idLiteral } from '../../ids.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
 import {
@@ -253,14 +253,6 @@ function secretChange(row: SecretChange): SecretChange {
   return { value, epoch, version, comment, updated_at, updated_by };
 }
 
-export async function updateSecret(
-  db: Kysely<Database>,
-  id: string,
-  patch: SecretChange,
-): Promise<void> {
-  await db.updateTable('secrets').set(secretChange(patch)).where('id', '=', id).execute();
-}
-
 /** A secret row a change writes: inserted when `created`, its new version otherwise. */
 export interface SecretWrite {
   row: SecretRow;
@@ -308,6 +300,10 @@ const secretStatement = preparedWrite((db, variant, row: SecretRow) =>
     ? db.insertInto('secrets').values(row)
     : db.updateTable('secrets').set(secretChange(row)).where('id', '=', row.id),
 );
+/** Writes a secret row's new version (the batch path; single writes end in `appendChange`). */
+export function updateSecret(db: Kysely<Database>, row: SecretRow): Promise<void> {
+  return secretStatement(db, 'update', row);
+}
 const versionsStatement = preparedWrite((db, _variant, rows: readonly SecretVersionRow[]) =>
   db.insertInto('secret_versions').values([...rows]),
 );
@@ -367,9 +363,7 @@ export async function bumpRevision(db: Kysely<Database>, environmentId: string):
  * only a well-formed one is accepted.
  */
 export function revisionBumpStatement(environmentId: string): string {
-  if (!isId('environment', environmentId))
-    throw new Error(`not an environment id: ${JSON.stringify(environmentId)}`);
-  return `update environments set revision = revision + 1 where id = '${environmentId}'`;
+  return `update environments set revision = revision + 1 where id = ${idLiteral('environment', environmentId)}`;
 }
 
 /** Deletes secrets; their versions go with them (foreign-key cascade). */

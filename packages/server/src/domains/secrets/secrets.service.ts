@@ -574,7 +574,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
           written.filter((w) => w.created).map((w) => w.row),
         );
         for (const { row } of written.filter((w) => !w.created)) {
-          await repo.updateSecret(trx, row.id, row);
+          await repo.updateSecret(trx, row);
         }
         const audit = (action: string, row: repo.SecretRow): SecretAudit => ({
           action,
