@@ -4,3 +4,4 @@ export * from './client/index.js';
 export * from './crypto/token-signing.js';
 export * from './vault/index.js';
 export * from './dotenv.js';
+export * from './compare.js';
