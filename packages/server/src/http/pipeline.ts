@@ -225,12 +225,21 @@ function sameOrigin(request: FastifyRequest, config: Config): boolean {
   );
 }
 
+/**
+ * The first cookie of that name whose value decodes. One that does not (`%ZZ`,
+ * `%C3%28`) is skipped, not an error: a sibling subdomain can set such a cookie,
+ * and throwing here would lock the user out of every route.
+ */
 function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name)
+    if (eq <= 0 || part.slice(0, eq).trim() !== name) continue;
+    try {
       return decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      // not percent-encoded UTF-8: as if absent
+    }
   }
   return undefined;
 }
