@@ -1,22 +1,28 @@
 import { readFileSync } from 'node:fs';
 import {
+  compareEnvironments,
   deleteSecret,
   exportSecrets,
+  getEnvironment,
   getSecret,
   history as secretHistory,
   importSecrets,
+  isCofferApiError,
   listSecretEnvelopes,
   listSecretVersions,
   rollback as rollbackSecret,
   setSecret,
+  type CofferClient,
 } from '@coffer/sdk';
 import { ENV_OPTION, PROJECT_OPTION, str, YES_OPTION, type Command } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
-import { note, printJson, printTable, shortTime } from '../cli/output.js';
+import { note, printJson, printLine, printTable, shortTime } from '../cli/output.js';
 import { ask, confirmDestructive, interactive, readStdin } from '../cli/prompt.js';
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
+import { currentProjectId } from '../scope.js';
 import { environmentAccess, secretScope } from '../secrets-source.js';
+import { openProjectVault } from '../vault-access.js';
 
 const SCOPE = { ...PROJECT_OPTION, ...ENV_OPTION };
 const EXPORT_FORMATS = ['dotenv', 'json', 'yaml', 'shell'] as const;
@@ -261,6 +267,94 @@ const exportCommand: Command = {
   },
 };
 
+/**
+ * A value on one line, its differences visible: JSON quoting shows spaces at
+ * the ends and line breaks; no-break spaces, combining accents and format
+ * characters, which print as nothing or like another character, become `\u{…}`.
+ */
+const visible = (value: string) =>
+  JSON.stringify(value).replace(/[\p{Z}\p{Cf}\p{M}\u007f-\u009f]/gu, (c) =>
+    c === ' ' ? c : `\\u{${c.codePointAt(0)!.toString(16).padStart(4, '0')}}`,
+  );
+
+/**
+ * The server's 404 for a listing does not say which of the two environments
+ * it could not find; asking for each one names it.
+ */
+async function unknownEnvironment(
+  err: unknown,
+  client: CofferClient,
+  project: string,
+  envs: string[],
+): Promise<CliError | undefined> {
+  if (!isCofferApiError(err, 'not_found')) return undefined;
+  for (const env of envs) {
+    const found = await getEnvironment(client, project, env).then(
+      () => true,
+      (lookup: unknown) => (isCofferApiError(lookup, 'not_found') ? false : true),
+    );
+    if (!found) return new CliError('not_found', `no environment "${env}" in this project`);
+  }
+  return undefined;
+}
+
+const diff: Command = {
+  name: 'secrets diff',
+  summary: 'compare two environments: names missing on either side and values that differ',
+  args: 'ENV_A ENV_B',
+  positionals: [2, 2],
+  description:
+    'Prints `- NAME` for a secret only in ENV_A, `+ NAME` for one only in ENV_B and `~ NAME` for one both hold with different values (compared exactly: a trailing space or another Unicode normalisation differs). Values are decrypted on this machine and shown only with --values. Exits 0 whether or not they differ, unless --exit-code.',
+  options: {
+    ...PROJECT_OPTION,
+    values: {
+      type: 'boolean',
+      description: 'show both values of each differing secret (with --json: every value of both)',
+    },
+    'exit-code': { type: 'boolean', description: 'exit 1 when the environments differ' },
+  },
+  async run({ values, positionals }) {
+    const [envA, envB] = positionals as [string, string];
+    const ctx = new Context(values);
+    // Both environments come from the arguments, so --env and .coffer.json's do not apply.
+    const client = await ctx.client();
+    const project = await currentProjectId(ctx, client);
+    const vault = openProjectVault(ctx, client, project);
+    vault.catch(() => undefined); // awaited through the scope; never an unhandled rejection
+    const scope = secretScope({ client, project, env: envA, vault });
+    const result = await compareEnvironments(scope, envA, envB).catch(async (err: unknown) => {
+      throw (await unknownEnvironment(err, client, project, [envA, envB])) ?? err;
+    });
+    const { a, b, ...names } = result;
+    const differences = names.onlyInA.length + names.onlyInB.length + names.differing.length;
+    const exitCode = values['exit-code'] === true && differences > 0 ? 1 : 0;
+    const reveal = values.values === true;
+    if (ctx.json) {
+      printJson(reveal ? result : names);
+      return exitCode;
+    }
+    const width = Math.max(
+      0,
+      ...[...names.onlyInA, ...names.onlyInB, ...names.differing].map((n) => n.length),
+    );
+    for (const name of names.onlyInA) printLine(`- ${name.padEnd(width)}  only in ${envA}`);
+    for (const name of names.onlyInB) printLine(`+ ${name.padEnd(width)}  only in ${envB}`);
+    const label = (env: string) => `${env}:`.padEnd(Math.max(envA.length, envB.length) + 1);
+    for (const name of names.differing) {
+      printLine(`~ ${name.padEnd(width)}  differs`);
+      if (!reveal) continue;
+      printLine(`    ${label(envA)}  ${visible(a[name]!)}`);
+      printLine(`    ${label(envB)}  ${visible(b[name]!)}`);
+    }
+    note(
+      differences === 0
+        ? `No differences between ${envA} and ${envB} (${names.same.length} secrets the same).`
+        : `${envA} → ${envB}: ${names.onlyInA.length} only in ${envA}, ${names.onlyInB.length} only in ${envB}, ${names.differing.length} differing, ${names.same.length} the same.`,
+    );
+    return exitCode;
+  },
+};
+
 export const commands: Command[] = [
   list,
   get,
@@ -270,4 +364,5 @@ export const commands: Command[] = [
   rollback,
   importCommand,
   exportCommand,
+  diff,
 ];
