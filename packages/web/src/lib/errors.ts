@@ -1,0 +1,64 @@
+import { isCofferApiError, isCryptoError, isVaultError, type ApiErrorDetail } from '@coffer/sdk';
+
+/** What the dashboard shows for a failure: words for people, and the fields it concerns. */
+export interface Problem {
+  message: string;
+  /** Field-level issues from a Form A `details` array, keyed by field name. */
+  fields: Record<string, string>;
+  /** No answer came: the network or the server is down. Offer a retry. */
+  network: boolean;
+  /** The session ended (401): the app returns to sign-in. */
+  signedOut: boolean;
+  requestId: string | null;
+}
+
+const ISSUE_WORDS: Record<string, string> = {
+  required: 'is required',
+  unknown: 'is not a known field',
+  invalid: 'is not valid',
+  too_long: 'is too long',
+  too_short: 'is too short',
+  maximum: 'is too large',
+  minimum: 'is too small',
+  format: 'has the wrong format',
+  stale: 'was changed by someone else',
+  stale_epoch: 'was encrypted under an old key',
+};
+
+export function describeDetail(detail: ApiErrorDetail): string {
+  return ISSUE_WORDS[detail.issue] ?? detail.issue.replaceAll('_', ' ');
+}
+
+export function toProblem(error: unknown): Problem {
+  const base: Problem = {
+    message: '',
+    fields: {},
+    network: false,
+    signedOut: false,
+    requestId: null,
+  };
+  if (isCofferApiError(error)) {
+    const fields: Record<string, string> = {};
+    for (const detail of error.details) fields[detail.field] = describeDetail(detail);
+    return {
+      ...base,
+      message: error.message,
+      fields,
+      signedOut: error.status === 401,
+      requestId: error.requestId,
+    };
+  }
+  if (error instanceof Error && error.name === 'CofferNetworkError') {
+    return {
+      ...base,
+      network: true,
+      message: 'Coffer could not be reached. Check your connection and try again.',
+    };
+  }
+  if (isCryptoError(error) && error.code === 'decryption_failed') {
+    return { ...base, message: 'Wrong password, or the data could not be decrypted.' };
+  }
+  if (isVaultError(error) || isCryptoError(error)) return { ...base, message: error.message };
+  if (error instanceof Error) return { ...base, message: error.message };
+  return { ...base, message: 'Something went wrong.' };
+}

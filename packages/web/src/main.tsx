@@ -1,0 +1,40 @@
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { RouterProvider } from 'react-router';
+import { auth } from './lib/auth';
+import { startAutolock } from './lib/autolock';
+import { toProblem } from './lib/errors';
+import { router } from './router';
+import './styles.css';
+
+// A 401 from any request means the session ended (expired, signed out
+// elsewhere, password changed): back to sign-in, keeping the current URL.
+const onError = (error: unknown) => {
+  if (toProblem(error).signedOut) auth.expired();
+};
+
+const queryClient = new QueryClient({
+  queryCache: new QueryCache({ onError }),
+  mutationCache: new MutationCache({ onError }),
+  defaultOptions: {
+    queries: {
+      // Each request spends the session's rate-limit budget (100 a minute):
+      // refetch on navigation and after writes, not on every focus.
+      refetchOnWindowFocus: false,
+      staleTime: 30_000,
+      retry: (count, error) => toProblem(error).network && count < 2,
+    },
+  },
+});
+
+startAutolock();
+void auth.load().catch(() => undefined);
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <QueryClientProvider client={queryClient}>
+      <RouterProvider router={router} />
+    </QueryClientProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,57 @@
+import { useState } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { auth, useAuth, useUnlocked } from '../lib/auth';
+import { SignUpForm } from './SignUp';
+import { UnlockScreen } from './Unlock';
+import { InvitationList } from './Invitations';
+import { signInPath } from './Shell';
+
+/**
+ * The invitation e-mail's link, `/invite?token=…`. Without an account the
+ * invitee signs up with the token (it proves the address); with one, they sign
+ * in and accept or decline.
+ */
+export function InvitePage() {
+  const [params] = useSearchParams();
+  const token = params.get('token') ?? undefined;
+  const state = useAuth();
+  const unlocked = useUnlocked();
+  const [mode, setMode] = useState<'choose' | 'signup'>('choose');
+
+  if (state.status === 'loading') return <div className="center-page muted">Loading…</div>;
+  if (state.status === 'signed-in' && !unlocked) return <UnlockScreen user={state.user} />;
+  if (state.status === 'signed-in') {
+    return (
+      <div className="center-page">
+        <section className="page narrow stack">
+          <h1>Your invitation</h1>
+          <InvitationList {...(token ? { token } : {})} />
+        </section>
+      </div>
+    );
+  }
+  if (mode === 'signup') {
+    return (
+      <div className="center-page">
+        <SignUpForm
+          {...(token ? { invitationToken: token } : {})}
+          onDone={(user) => auth.enter(user)}
+        />
+      </div>
+    );
+  }
+  return (
+    <div className="center-page">
+      <div className="card auth-card stack">
+        <h1>You are invited to a Coffer project</h1>
+        <p>Create an account with this invitation, or sign in if you already have one.</p>
+        <button type="button" className="primary" onClick={() => setMode('signup')}>
+          Create an account
+        </button>
+        <Link className="button" to={signInPath({ pathname: '/invite', search: `?${params}` })}>
+          Sign in
+        </Link>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,12 @@
+import { Link } from 'react-router';
+
+export function NotFoundPage() {
+  return (
+    <section className="page stack">
+      <h1>Page not found</h1>
+      <p>
+        There is nothing at this address. <Link to="/projects">Go to your projects</Link>
+      </p>
+    </section>
+  );
+}

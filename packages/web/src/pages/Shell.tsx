@@ -1,0 +1,79 @@
+import { listInvitations } from '@coffer/sdk';
+import { useQuery } from '@tanstack/react-query';
+import { Link, NavLink, Navigate, Outlet, useLocation } from 'react-router';
+import { auth, useAuth, useUnlocked } from '../lib/auth';
+import { client } from '../lib/client';
+import { UnlockScreen } from './Unlock';
+
+/** Where sign-in sends the user back to: the page they were on. */
+export function signInPath(location: { pathname: string; search: string }): string {
+  const next = location.pathname + location.search;
+  return next === '/' || next.startsWith('/signin')
+    ? '/signin'
+    : `/signin?next=${encodeURIComponent(next)}`;
+}
+
+/** The gate of every signed-in page: sign-in when there is no session, unlock when there are no keys. */
+export function RequireSession() {
+  const state = useAuth();
+  const unlocked = useUnlocked();
+  const location = useLocation();
+  if (state.status === 'loading') {
+    return (
+      <div className="center-page" aria-busy="true">
+        <p className="muted">Loading…</p>
+      </div>
+    );
+  }
+  if (state.status === 'signed-out') return <Navigate to={signInPath(location)} replace />;
+  if (!unlocked) return <UnlockScreen user={state.user} />;
+  return <Outlet />;
+}
+
+export function AppShell() {
+  const state = useAuth();
+  const user = state.status === 'signed-in' ? state.user : null;
+  const invitations = useQuery({
+    queryKey: ['invitations'],
+    queryFn: () => listInvitations(client, { per_page: 100 }),
+  });
+  const pending = invitations.data?.pagination.total ?? 0;
+  return (
+    <div className="shell">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <Link to="/projects" className="brand">
+          Coffer
+        </Link>
+        <nav aria-label="Main">
+          <NavLink to="/projects">Projects</NavLink>
+          <NavLink to="/invitations">
+            Invitations
+            {pending > 0 ? (
+              <span className="badge" aria-label={`${pending} pending`}>
+                {pending}
+              </span>
+            ) : null}
+          </NavLink>
+          <NavLink to="/settings">Settings</NavLink>
+        </nav>
+        <div className="topbar-user">
+          <span className="muted small" title={user?.email}>
+            {user?.name}
+          </span>
+          <button type="button" onClick={() => auth.lock()}>
+            Lock
+          </button>
+          <button type="button" onClick={() => void auth.signOut()}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Outlet />
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,253 @@
+import { memo, useRef, type KeyboardEvent } from 'react';
+import { copyText } from '../lib/clipboard';
+import { ago, formatDate } from '../lib/format';
+import type { SecretMeta } from './data';
+import { activeCell, cellId, editingCell, useIsActive, useIsEditing } from './grid-state';
+import { plaintext } from './plaintext';
+import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
+
+export interface CellProps {
+  environmentId: string;
+  environmentName: string;
+  name: string;
+  meta: SecretMeta | undefined;
+  row: number;
+  column: number;
+  canRead: boolean;
+  canWrite: boolean;
+  onHistory: (environmentId: string, name: string) => void;
+  onCopied: (message: string) => void;
+}
+
+/** The value a cell would save: the staged one, else the current decrypted one. */
+export function valueOf(
+  environmentId: string,
+  name: string,
+  meta: SecretMeta | undefined,
+  change: StagedChange | undefined,
+): string | undefined {
+  if (change?.kind === 'set') return change.value;
+  if (change?.kind === 'delete' || !meta) return undefined;
+  return plaintext.get(environmentId, name, meta.version);
+}
+
+/** Stages a new value, or drops the staged change when the value is the current one again. */
+export function stageValue(
+  environmentId: string,
+  name: string,
+  meta: SecretMeta | undefined,
+  value: string,
+): void {
+  const current = meta ? plaintext.get(environmentId, name, meta.version) : undefined;
+  if (meta && current === value) staged.set(environmentId, name, undefined);
+  else staged.set(environmentId, name, { kind: 'set', value, baseVersion: meta?.version ?? 0 });
+}
+
+const MASK = '••••••••';
+
+export const Cell = memo(function Cell(props: CellProps) {
+  const { environmentId, environmentName, name, meta, row, column, canRead, canWrite } = props;
+  const id = cellId(row, column);
+  const change = useStaged(environmentId, name);
+  const shown = useRevealed(environmentId, name);
+  const active = useIsActive(id);
+  const editing = useIsEditing(id);
+  const exists = meta !== undefined || change?.kind === 'set';
+  const label = `${name} in ${environmentName}`;
+
+  const state: 'added' | 'changed' | 'deleted' | null =
+    change?.kind === 'delete' ? 'deleted' : change ? (meta ? 'changed' : 'added') : null;
+
+  const copy = () => {
+    const value = valueOf(environmentId, name, meta, change);
+    if (value === undefined) return;
+    void copyText(value).then(
+      () => props.onCopied(`Copied ${label}`),
+      () => props.onCopied('The browser refused access to the clipboard'),
+    );
+  };
+
+  let content;
+  if (editing) {
+    content = (
+      <CellEditor
+        label={`Value of ${label}`}
+        initial={valueOf(environmentId, name, meta, change) ?? ''}
+        onDone={(value) => {
+          editingCell.set(null);
+          if (value !== undefined) stageValue(environmentId, name, meta, value);
+        }}
+      />
+    );
+  } else if (!exists && change?.kind !== 'delete') {
+    content = <span className="missing">missing</span>;
+  } else if (!canRead || (meta && !meta.readable && change?.kind !== 'set')) {
+    content = (
+      <span
+        className="no-access"
+        title={meta ? `Version ${meta.version}, ${formatDate(meta.updated_at)}` : undefined}
+      >
+        no access
+        {meta ? (
+          <span className="muted">
+            {' '}
+            · v{meta.version} · {ago(meta.updated_at)}
+          </span>
+        ) : null}
+      </span>
+    );
+  } else if (shown && change?.kind !== 'delete') {
+    content = <span className="value mono">{valueOf(environmentId, name, meta, change)}</span>;
+  } else {
+    content = (
+      <span className="masked mono" aria-label="hidden value">
+        {MASK}
+      </span>
+    );
+  }
+
+  return (
+    <td
+      data-cell={id}
+      data-state={state ?? undefined}
+      tabIndex={active ? 0 : -1}
+      aria-label={editing ? undefined : label}
+      className="cell"
+      onFocus={() => activeCell.set(id)}
+      onDoubleClick={() => canWrite && !editing && editingCell.set(id)}
+    >
+      <div className="cell-inner">
+        {state ? (
+          <span className={`mark mark-${state}`} title={state}>
+            {state === 'added' ? '+' : state === 'changed' ? '~' : '−'}
+            <span className="visually-hidden"> {state}</span>
+          </span>
+        ) : null}
+        <span className={state === 'deleted' ? 'cell-content struck' : 'cell-content'}>
+          {content}
+        </span>
+        {!editing ? (
+          <span className="cell-actions">
+            {canRead && exists && change?.kind !== 'delete' ? (
+              <>
+                <button
+                  type="button"
+                  tabIndex={-1}
+                  aria-pressed={shown}
+                  aria-label={`${shown ? 'Hide' : 'Reveal'} ${label}`}
+                  title={shown ? 'Hide (Space)' : 'Reveal (Space)'}
+                  onClick={() => revealed.set(environmentId, name, shown ? undefined : true)}
+                >
+                  {shown ? '◉' : '◎'}
+                </button>
+                <button
+                  type="button"
+                  tabIndex={-1}
+                  aria-label={`Copy ${label}`}
+                  title="Copy (C)"
+                  onClick={copy}
+                >
+                  ⧉
+                </button>
+              </>
+            ) : null}
+            {canWrite ? (
+              <button
+                type="button"
+                tabIndex={-1}
+                aria-label={`Edit ${label}`}
+                title="Edit (Enter)"
+                onClick={() => editingCell.set(id)}
+              >
+                ✎
+              </button>
+            ) : null}
+            {meta ? (
+              <button
+                type="button"
+                tabIndex={-1}
+                aria-label={`History of ${label}`}
+                title="History (H)"
+                onClick={() => props.onHistory(environmentId, name)}
+              >
+                ⟲
+              </button>
+            ) : null}
+            {canWrite && change ? (
+              <button
+                type="button"
+                tabIndex={-1}
+                aria-label={`Undo the change to ${label}`}
+                title="Undo (U)"
+                onClick={() => staged.set(environmentId, name, undefined)}
+              >
+                ↺
+              </button>
+            ) : canWrite && meta ? (
+              <button
+                type="button"
+                tabIndex={-1}
+                aria-label={`Delete ${label}`}
+                title="Delete (Del)"
+                onClick={() =>
+                  staged.set(environmentId, name, { kind: 'delete', baseVersion: meta.version })
+                }
+              >
+                🗑
+              </button>
+            ) : null}
+          </span>
+        ) : null}
+      </div>
+    </td>
+  );
+});
+
+/** The in-place editor: Enter saves to the staging area, Shift+Enter adds a line, Escape cancels. */
+function CellEditor({
+  label,
+  initial,
+  onDone,
+}: {
+  label: string;
+  initial: string;
+  onDone: (value: string | undefined) => void;
+}) {
+  const done = useRef(false);
+  const finish = (value: string | undefined) => {
+    if (done.current) return;
+    done.current = true;
+    onDone(value);
+  };
+  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    event.stopPropagation();
+    if (event.key === 'Escape') {
+      event.preventDefault();
+      finish(undefined);
+      refocus(event.currentTarget);
+    } else if (event.key === 'Enter' && !event.shiftKey) {
+      event.preventDefault();
+      finish(event.currentTarget.value);
+      refocus(event.currentTarget);
+    }
+  };
+  return (
+    <textarea
+      className="cell-editor mono"
+      aria-label={label}
+      defaultValue={initial}
+      rows={Math.min(6, initial.split('\n').length)}
+      spellCheck={false}
+      autoComplete="off"
+      autoFocus
+      onKeyDown={onKeyDown}
+      onBlur={(event) => finish(event.currentTarget.value)}
+    />
+  );
+}
+
+/** After editing, the cell (not the body) gets the focus back, so arrows keep working. */
+function refocus(editor: HTMLElement): void {
+  const cell = editor.closest<HTMLElement>('[data-cell]');
+  requestAnimationFrame(() => cell?.focus());
+}

@@ -1,0 +1,455 @@
+import { type Environment } from '@coffer/sdk';
+import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { Link } from 'react-router';
+import { copyText } from '../lib/clipboard';
+import { useEnvironments, useVaultStatus } from '../lib/queries';
+import { useProjectContext } from '../pages/ProjectLayout';
+import { ErrorNote } from '../ui/ErrorNote';
+import { AddSecretDialog } from './AddSecretDialog';
+import { Cell, valueOf } from './Cell';
+import { CompareDialog } from './CompareDialog';
+import { useSecretsOf, type SecretMeta } from './data';
+import { EditAsTextDialog } from './EditAsTextDialog';
+import { activeCell, cellId, editingCell, focusCell } from './grid-state';
+import { HistoryDialog } from './HistoryDialog';
+import { ReviewDialog } from './ReviewDialog';
+import { ShortcutsDialog } from './ShortcutsDialog';
+import { revealed, staged, useStagedSummary } from './store';
+import { keyring } from '../lib/keyring';
+import { fingerprint } from '@coffer/sdk';
+
+type Open =
+  | { kind: 'review' }
+  | { kind: 'add' }
+  | { kind: 'compare' }
+  | { kind: 'shortcuts' }
+  | { kind: 'text'; environment: Environment }
+  | { kind: 'history'; environment: Environment; name: string }
+  | null;
+
+/** The project's secrets: a row per name, a column per environment. */
+export function SecretsPage() {
+  const project = useProjectContext();
+  const environments = useEnvironments(project.id);
+  const vault = useVaultStatus(project.id);
+  const holdsKey = (vault.data?.grants.length ?? 0) > 0;
+  const canRead = project.role !== 'viewer' && holdsKey;
+  const canWrite = canRead;
+  const envs = useMemo(() => environments.data ?? [], [environments.data]);
+  const secrets = useSecretsOf(project.id, envs, canRead, vault.isSuccess);
+  const [filter, setFilter] = useState('');
+  const [open, setOpen] = useState<Open>(null);
+  const [announcement, setAnnouncement] = useState('');
+  const filterRef = useRef<HTMLInputElement>(null);
+  const gridRef = useRef<HTMLTableElement>(null);
+
+  const byEnvironment = useMemo(() => {
+    const out = new Map<string, Map<string, SecretMeta>>();
+    envs.forEach((env, i) => out.set(env.id, secrets[i]?.data ?? new Map()));
+    return out;
+  }, [envs, secrets]);
+  const loading = environments.isPending || vault.isPending || secrets.some((s) => s.isPending);
+  const failed = environments.error ?? vault.error ?? secrets.find((s) => s.error)?.error;
+
+  const stagedRevision = useStagedSummary();
+  const names = useMemo(() => {
+    const all = new Set<string>();
+    for (const map of byEnvironment.values()) for (const name of map.keys()) all.add(name);
+    for (const [, name, change] of staged.all()) if (change.kind === 'set') all.add(name);
+    const needle = filter.trim().toLowerCase();
+    return [...all].filter((n) => n.toLowerCase().includes(needle)).sort();
+    // Names added only in the staging area appear as rows too.
+  }, [byEnvironment, filter, stagedRevision.changes]);
+
+  const missing = useMemo(() => {
+    const all = new Set<string>();
+    for (const map of byEnvironment.values()) for (const name of map.keys()) all.add(name);
+    return new Map(
+      envs.map((env) => [
+        env.id,
+        [...all].filter((n) => !byEnvironment.get(env.id)?.has(n)).length,
+      ]),
+    );
+  }, [byEnvironment, envs]);
+
+  const onHistory = useCallback(
+    (environmentId: string, name: string) => {
+      const environment = envs.find((e) => e.id === environmentId);
+      if (environment) setOpen({ kind: 'history', environment, name });
+    },
+    [envs],
+  );
+  const onCopied = useCallback((message: string) => setAnnouncement(message), []);
+
+  // Page-wide shortcuts, when no field or dialog has the keyboard.
+  useEffect(() => {
+    const onKey = (event: globalThis.KeyboardEvent) => {
+      const target = event.target as HTMLElement;
+      if (
+        target.closest('input, textarea, select, dialog') ||
+        event.ctrlKey ||
+        event.metaKey ||
+        event.altKey
+      )
+        return;
+      if (event.key === '/') {
+        event.preventDefault();
+        filterRef.current?.focus();
+      } else if (event.key === '?') {
+        setOpen({ kind: 'shortcuts' });
+      } else if (event.key === 'R' && staged.all().length > 0) {
+        setOpen({ kind: 'review' });
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+
+  // Leaving the project forgets what was revealed; staged edits stay until saved or discarded.
+  useEffect(
+    () => () => {
+      revealed.clear();
+      activeCell.set(null);
+      editingCell.set(null);
+    },
+    [],
+  );
+
+  function onGridKey(event: KeyboardEvent<HTMLTableElement>) {
+    const cell = (event.target as HTMLElement).closest<HTMLElement>('[data-cell]');
+    if (!cell || editingCell.get()) return;
+    const [row = 0, column = 0] = (cell.dataset.cell ?? '0:0').split(':').map(Number);
+    const env = column > 0 ? envs[column - 1] : undefined;
+    const name = row > 0 ? names[row - 1] : undefined;
+    const meta = env && name ? byEnvironment.get(env.id)?.get(name) : undefined;
+    const move = (r: number, c: number) => {
+      event.preventDefault();
+      focusCell(
+        gridRef.current,
+        Math.max(0, Math.min(names.length, r)),
+        Math.max(0, Math.min(envs.length, c)),
+      );
+    };
+    switch (event.key) {
+      case 'ArrowUp':
+        return move(row - 1, column);
+      case 'ArrowDown':
+        return move(row + 1, column);
+      case 'ArrowLeft':
+        return move(row, column - 1);
+      case 'ArrowRight':
+        return move(row, column + 1);
+      case 'Home':
+        return move(row, 0);
+      case 'End':
+        return move(row, envs.length);
+    }
+    if (!env || !name) {
+      if (name && event.key === ' ' && canRead) {
+        event.preventDefault();
+        toggleRow(name);
+      }
+      return;
+    }
+    const change = staged.get(env.id, name);
+    if ((event.key === 'Enter' || event.key === 'F2') && canWrite) {
+      event.preventDefault();
+      editingCell.set(cellId(row, column));
+    } else if (event.key === ' ' && canRead) {
+      event.preventDefault();
+      revealed.set(env.id, name, revealed.get(env.id, name) ? undefined : true);
+    } else if (event.key === 'c' && canRead) {
+      const value = valueOf(env.id, name, meta, change);
+      if (value !== undefined)
+        void copyText(value).then(() => setAnnouncement(`Copied ${name} in ${env.name}`));
+    } else if (event.key === 'h' && meta) {
+      setOpen({ kind: 'history', environment: env, name });
+    } else if ((event.key === 'Delete' || event.key === 'Backspace') && canWrite && meta) {
+      staged.set(env.id, name, { kind: 'delete', baseVersion: meta.version });
+    } else if (event.key === 'u' && change) {
+      staged.set(env.id, name, undefined);
+    }
+  }
+
+  const toggleRow = (name: string) => {
+    const show = !envs.every((env) => revealed.get(env.id, name));
+    for (const env of envs) revealed.set(env.id, name, show ? true : undefined);
+  };
+  const toggleColumn = (env: Environment) => {
+    const show = !names.every((name) => revealed.get(env.id, name));
+    for (const name of names) revealed.set(env.id, name, show ? true : undefined);
+  };
+
+  if (failed && !loading)
+    return <ErrorNote error={failed} onRetry={() => void environments.refetch()} />;
+
+  if (activeCell.get() === null && names.length > 0) activeCell.set(cellId(1, 1));
+
+  return (
+    <section className="secrets stack" aria-label="Secrets">
+      {vault.data && project.role !== 'viewer' && !holdsKey ? <AwaitingGrant /> : null}
+      {project.role === 'viewer' ? (
+        <p className="notice">You are a viewer: you see names, versions and dates, never values.</p>
+      ) : null}
+      <div className="toolbar">
+        <label className="filter">
+          <span className="visually-hidden">Filter secrets by name</span>
+          <input
+            ref={filterRef}
+            type="search"
+            placeholder="Filter by name  ( / )"
+            value={filter}
+            onChange={(event) => setFilter(event.target.value)}
+            onKeyDown={(event) => {
+              if (event.key === 'Escape') setFilter('');
+              if (event.key === 'ArrowDown') focusCell(gridRef.current, 1, 1);
+            }}
+          />
+        </label>
+        <span className="muted small" aria-live="polite">
+          {loading ? 'Loading…' : `${names.length} ${names.length === 1 ? 'name' : 'names'}`}
+        </span>
+        <div className="toolbar-actions">
+          {canWrite ? (
+            <button type="button" className="primary" onClick={() => setOpen({ kind: 'add' })}>
+              Add secret
+            </button>
+          ) : null}
+          {canRead && envs.length > 1 ? (
+            <button type="button" onClick={() => setOpen({ kind: 'compare' })}>
+              Compare
+            </button>
+          ) : null}
+          <button
+            type="button"
+            className="icon"
+            aria-label="Keyboard shortcuts"
+            title="Keyboard shortcuts (?)"
+            onClick={() => setOpen({ kind: 'shortcuts' })}
+          >
+            ?
+          </button>
+        </div>
+      </div>
+
+      <div className="grid-scroll">
+        <table
+          ref={gridRef}
+          className="grid"
+          role="grid"
+          aria-label={`Secrets of ${project.name}`}
+          aria-busy={loading}
+          onKeyDown={onGridKey}
+        >
+          <thead>
+            <tr>
+              <th scope="col" className="name-col">
+                Name
+              </th>
+              {envs.map((env) => (
+                <th scope="col" key={env.id}>
+                  <div className="env-head">
+                    <span className="env-name">{env.name}</span>
+                    {(missing.get(env.id) ?? 0) > 0 ? (
+                      <span className="missing-count">{missing.get(env.id)} missing</span>
+                    ) : null}
+                    <span className="env-actions">
+                      {canRead ? (
+                        <button
+                          type="button"
+                          onClick={() => toggleColumn(env)}
+                          aria-label={`Reveal or hide every value in ${env.name}`}
+                          title="Reveal or hide the column"
+                        >
+                          ◎
+                        </button>
+                      ) : null}
+                      {canWrite ? (
+                        <button
+                          type="button"
+                          onClick={() => setOpen({ kind: 'text', environment: env })}
+                          aria-label={`Edit ${env.name} as .env text`}
+                          title="Edit as .env text"
+                        >
+                          .env
+                        </button>
+                      ) : null}
+                    </span>
+                  </div>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {loading ? (
+              <SkeletonGrid columns={envs.length + 1} />
+            ) : (
+              names.map((name, index) => (
+                <tr key={name}>
+                  <th
+                    scope="row"
+                    className="name-col mono"
+                    data-cell={cellId(index + 1, 0)}
+                    tabIndex={-1}
+                    onFocus={() => activeCell.set(cellId(index + 1, 0))}
+                  >
+                    <span className="name">{name}</span>
+                    {canRead ? (
+                      <button
+                        type="button"
+                        className="row-reveal"
+                        tabIndex={-1}
+                        onClick={() => toggleRow(name)}
+                        aria-label={`Reveal or hide ${name} in every environment`}
+                      >
+                        ◎
+                      </button>
+                    ) : null}
+                  </th>
+                  {envs.map((env, column) => (
+                    <Cell
+                      key={env.id}
+                      environmentId={env.id}
+                      environmentName={env.name}
+                      name={name}
+                      meta={byEnvironment.get(env.id)?.get(name)}
+                      row={index + 1}
+                      column={column + 1}
+                      canRead={canRead}
+                      canWrite={canWrite}
+                      onHistory={onHistory}
+                      onCopied={onCopied}
+                    />
+                  ))}
+                </tr>
+              ))
+            )}
+          </tbody>
+        </table>
+        {!loading && names.length === 0 ? (
+          <div className="empty">
+            {filter ? (
+              <p>No secret name contains “{filter}”.</p>
+            ) : canWrite ? (
+              <>
+                <h2>No secrets yet</h2>
+                <p className="muted">Add one, or paste a whole .env file into an environment.</p>
+                <div className="actions center">
+                  <button
+                    type="button"
+                    className="primary"
+                    onClick={() => setOpen({ kind: 'add' })}
+                  >
+                    Add a secret
+                  </button>
+                  {envs[0] ? (
+                    <button
+                      type="button"
+                      onClick={() => setOpen({ kind: 'text', environment: envs[0]! })}
+                    >
+                      Paste a .env into {envs[0].name}
+                    </button>
+                  ) : null}
+                </div>
+              </>
+            ) : (
+              <p>No secrets yet.</p>
+            )}
+          </div>
+        ) : null}
+      </div>
+
+      <PendingBar onReview={() => setOpen({ kind: 'review' })} />
+      <div className="visually-hidden" role="status" aria-live="polite">
+        {announcement}
+      </div>
+
+      {open?.kind === 'review' ? (
+        <ReviewDialog
+          project={project}
+          environments={envs}
+          secrets={byEnvironment}
+          onClose={() => setOpen(null)}
+        />
+      ) : null}
+      {open?.kind === 'add' ? (
+        <AddSecretDialog
+          environments={envs}
+          secrets={byEnvironment}
+          onClose={() => setOpen(null)}
+        />
+      ) : null}
+      {open?.kind === 'text' ? (
+        <EditAsTextDialog
+          environment={open.environment}
+          secrets={byEnvironment.get(open.environment.id) ?? new Map()}
+          onClose={() => setOpen(null)}
+        />
+      ) : null}
+      {open?.kind === 'compare' ? (
+        <CompareDialog environments={envs} secrets={byEnvironment} onClose={() => setOpen(null)} />
+      ) : null}
+      {open?.kind === 'history' ? (
+        <HistoryDialog
+          project={project}
+          environment={open.environment}
+          name={open.name}
+          onClose={() => setOpen(null)}
+        />
+      ) : null}
+      {open?.kind === 'shortcuts' ? <ShortcutsDialog onClose={() => setOpen(null)} /> : null}
+    </section>
+  );
+}
+
+function SkeletonGrid({ columns }: { columns: number }) {
+  return (
+    <>
+      {Array.from({ length: 6 }, (_, r) => (
+        <tr key={r} className="skeleton-tr" aria-hidden="true">
+          {Array.from({ length: columns }, (_, c) => (
+            <td key={c}>
+              <span className="skeleton-bar" />
+            </td>
+          ))}
+        </tr>
+      ))}
+    </>
+  );
+}
+
+/** "3 changes in 2 environments — Review". */
+function PendingBar({ onReview }: { onReview: () => void }) {
+  const { changes, environments } = useStagedSummary();
+  if (changes === 0) return null;
+  return (
+    <div className="pending-bar" role="region" aria-label="Pending changes">
+      <span>
+        {changes} {changes === 1 ? 'change' : 'changes'} in {environments}{' '}
+        {environments === 1 ? 'environment' : 'environments'}
+      </span>
+      <button type="button" onClick={() => staged.clear()}>
+        Discard all
+      </button>
+      <button type="button" className="primary" onClick={onReview} title="Review (Shift+R)">
+        Review
+      </button>
+    </div>
+  );
+}
+
+function AwaitingGrant() {
+  const keys = keyring.publicKeys();
+  return (
+    <div className="notice" role="status">
+      <p>
+        <strong>Waiting for the project key.</strong> An admin must grant it to you before you can
+        read or write values. They will compare your key fingerprint with you:
+      </p>
+      {keys ? <p className="mono">{fingerprint(keys.encryption, keys.signing)}</p> : null}
+      <p className="small">
+        Also shown under <Link to="/settings">Settings</Link> and by <code>coffer whoami</code>.
+      </p>
+    </div>
+  );
+}
