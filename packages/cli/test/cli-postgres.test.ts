@@ -16,6 +16,7 @@ import {
   type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { serviceMissing } from '../../server/test/foundation/server-process.js';
 
 const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL;
 
@@ -79,4 +80,7 @@ if (POSTGRES_URL) {
       assert.equal(withKey.stdout, 'redis://cache:6379|1|two words');
     });
   });
+} else {
+  test('coffer end to end (PostgreSQL)', (t) =>
+    serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)'));
 }

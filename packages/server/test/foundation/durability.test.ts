@@ -102,9 +102,9 @@ describe('durability: acknowledged writes survive kill -9 (real process)', () =>
     }
   });
 
-  it('PostgreSQL (DATABASE_URL)', async () => {
+  it('PostgreSQL (DATABASE_URL)', async (t) => {
     if (!POSTGRES_URL) {
-      serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
       return;
     }
     const database = await createTestDb('postgres');

@@ -98,7 +98,7 @@ describe('PostgreSQL connections ended by the server', () => {
   it('a terminated idle connection neither crashes the process nor fails later requests', async (t) => {
     if (!POSTGRES_URL) {
       // PGlite runs in-process: it has no connections a server could end.
-      serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
       return;
     }
     const app = await startTestApp('postgres');

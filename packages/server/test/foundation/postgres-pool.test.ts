@@ -14,9 +14,9 @@ describe('PostgreSQL connection pool', () => {
   });
   after(async () => testDb?.cleanup());
 
-  it('DATABASE_POOL_SIZE bounds the connections one instance uses at once', async () => {
+  it('DATABASE_POOL_SIZE bounds the connections one instance uses at once', async (t) => {
     if (!testDb?.databaseUrl)
-      return serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+      return serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
     const config = loadConfig({ DATABASE_URL: testDb.databaseUrl, DATABASE_POOL_SIZE: '3' });
     const db = await openDatabase(targetFromConfig(config));
     try {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { createTestDb, POSTGRES_URL, type TestDb } from '../support/db.js';
@@ -14,13 +14,13 @@ describe('PostgreSQL prepared statements', () => {
   after(async () => testDb?.cleanup());
 
   /** Runs `check` in one transaction (one connection) of a real PostgreSQL database. */
-  async function onOneConnection(check: (trx: Kysely<Database>) => Promise<void>) {
-    if (!testDb) return serviceMissing('A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+  async function onOneConnection(t: TestContext, check: (trx: Kysely<Database>) => Promise<void>) {
+    if (!testDb) return serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
     await testDb.db.kysely.transaction().execute(check);
   }
 
-  it('repeated statements are prepared once per connection and still bind each call’s values', () =>
-    onOneConnection(async (trx) => {
+  it('repeated statements are prepared once per connection and still bind each call’s values', (t) =>
+    onOneConnection(t, async (trx) => {
       for (const n of [1, 2, 3]) {
         const { rows } = await sql<{ n: number }>`select ${n}::int + 1 as n`.execute(trx);
         assert.deepEqual(rows, [{ n: n + 1 }]);
@@ -32,8 +32,8 @@ describe('PostgreSQL prepared statements', () => {
       assert.match(rows[0]!.name, /^coffer_\d+$/);
     }));
 
-  it('past the bound, new statements run unprepared and each connection keeps at most the bound', () =>
-    onOneConnection(async (trx) => {
+  it('past the bound, new statements run unprepared and each connection keeps at most the bound', (t) =>
+    onOneConnection(t, async (trx) => {
       for (let i = 0; i < 1_050; i++) {
         const { rows } = await sql<{
           n: number;

@@ -57,8 +57,8 @@ describe('shared rate limits in Redis: two server processes, one budget', () => 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('requests alternating between the two processes count against one budget', async () => {
-    if (!available) return serviceMissing(`Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+  it('requests alternating between the two processes count against one budget', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
     const [a, b] = servers as [ServerProcess, ServerProcess];
     assert.notEqual(a.url, b.url);
     await awayFromWindowEdge();
@@ -83,8 +83,8 @@ describe('shared rate limits in Redis: two server processes, one budget', () => 
     assert.equal(new Set(seen.map((s) => s.reset)).size, 1, 'one window');
   });
 
-  it('the per-IP auth budget is shared the same way', async () => {
-    if (!available) return serviceMissing(`Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+  it('the per-IP auth budget is shared the same way', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
     const [a, b] = servers as [ServerProcess, ServerProcess];
     await awayFromWindowEdge();
     const statuses = [];
@@ -150,8 +150,8 @@ describe('Redis going down mid-run: the server keeps answering, counting per ins
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('fails open to local counters with one warning, and uses Redis again once it is back', async () => {
-    if (!hasRedisServer) return serviceMissing('The redis-server binary');
+  it('fails open to local counters with one warning, and uses Redis again once it is back', async (t) => {
+    if (!hasRedisServer) return serviceMissing(t, 'The redis-server binary');
     const s = server!;
     await awayFromWindowEdge();
     const first = budget(await send(`${s.url}/v1/projects`, { ca }));
@@ -217,8 +217,8 @@ describe('Redis counters reserved in leases (one store per server instance)', ()
     await redis.quit();
   });
 
-  it('one instance counts every request exactly and refuses past the limit, with a round trip per lease', async () => {
-    if (!available) return serviceMissing(`Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+  it('one instance counts every request exactly and refuses past the limit, with a round trip per lease', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
     const { store, counter } = instance();
     const states = [];
     for (let i = 0; i < 1001; i++) states.push(await consume(store, 'key:busy', 1000, WINDOW, NOW));
@@ -241,8 +241,8 @@ describe('Redis counters reserved in leases (one store per server instance)', ()
     await store.close();
   });
 
-  it('a key with a few requests per window is counted one by one, as without leases', async () => {
-    if (!available) return serviceMissing(`Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+  it('a key with a few requests per window is counted one by one, as without leases', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
     const a = instance();
     const b = instance();
     const seen = [];
@@ -253,8 +253,8 @@ describe('Redis counters reserved in leases (one store per server instance)', ()
     await Promise.all([a.store.close(), b.store.close()]);
   });
 
-  it('two instances under concurrent load never serve more than the shared limit, nor far less', async () => {
-    if (!available) return serviceMissing(`Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+  it('two instances under concurrent load never serve more than the shared limit, nor far less', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
     const a = instance();
     const b = instance();
     const limit = 500;

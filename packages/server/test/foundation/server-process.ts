@@ -3,6 +3,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
+import type { TestContext } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 
 const root = new URL('../../../../', import.meta.url).pathname;
@@ -50,6 +51,8 @@ const CONFIG_NAMES = [
   'TLS_KEY_FILE',
   'TRUST_PROXY',
   'LOG_LEVEL',
+  'DASHBOARD',
+  'DASHBOARD_DIR',
 ];
 
 export interface ServerProcess {
@@ -244,13 +247,14 @@ export async function reachable(url: string): Promise<boolean> {
 }
 
 /**
- * A test that needs an external service it cannot find: a clear skip message
- * locally, a failure where the services are required (`COFFER_REQUIRE_SERVICES=1`, CI).
+ * A test that needs an external service it cannot find: skipped locally, so
+ * the runner counts it as not run (the caller returns right after), a failure
+ * where the services are required (`COFFER_REQUIRE_SERVICES=1`, CI).
  */
-export function serviceMissing(what: string): void {
+export function serviceMissing(t: TestContext, what: string): void {
   const message = `${what} is not available`;
   if (process.env.COFFER_REQUIRE_SERVICES === '1') {
     throw new Error(`${message}, and COFFER_REQUIRE_SERVICES=1 requires it`);
   }
-  console.log(`# SKIPPED (not run): ${message}; set it up to run this test`);
+  t.skip(`${message}; set it up to run this test`);
 }

@@ -75,8 +75,8 @@ for (const dialect of DIALECTS) {
       return last;
     }
 
-    it('a logout on instance A ends the session on instance B at once', async () => {
-      if (missing) return serviceMissing(missing);
+    it('a logout on instance A ends the session on instance B at once', async (context) => {
+      if (missing) return serviceMissing(context, missing);
       const user = await signUp(t);
       assert.equal(await meOnB(user, 200), 200, 'B accepts (and caches) the live session');
       const logout = await t.request({
@@ -92,8 +92,8 @@ for (const dialect of DIALECTS) {
       );
     });
 
-    it('ending a session from the session list on A refuses it on B', async () => {
-      if (missing) return serviceMissing(missing);
+    it('ending a session from the session list on A refuses it on B', async (context) => {
+      if (missing) return serviceMissing(context, missing);
       const user = await signUp(t);
       const other = await t.request({
         method: 'POST',

@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { inSharedProjectTransaction, lockProject } from '../../src/db/database.js';
 import { DIALECTS, POSTGRES_URL } from '../support/db.js';
 import { revisionBumpStatement } from '../../src/domains/secrets/secrets.repo.js';
+import { serviceMissing } from '../foundation/server-process.js';
 import {
   addMember,
   createProject,
@@ -329,8 +330,10 @@ for (const dialect of DIALECTS) {
 
     // Only a real server shows a write waiting on the lock itself (PGlite and
     // SQLite hand their one connection to one transaction at a time anyway).
-    if (dialect === 'postgres' && POSTGRES_URL) {
-      it('a write waits for a holder of the project lock (a re-key) and then reads what it committed', async () => {
+    if (dialect === 'postgres') {
+      it('a write waits for a holder of the project lock (a re-key) and then reads what it committed', async (context) => {
+        if (!POSTGRES_URL)
+          return serviceMissing(context, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
         const own = await createProject(t);
         const env = own.env.development;
         const db = t.testDb.db.kysely;
