@@ -1,8 +1,18 @@
-// Bundles each package's entry point with esbuild (type checking is `npm run check`).
+// Bundles each package's entry point with esbuild (type checking is `npm run check`),
+// and the web dashboard with Vite.
 // Workspace packages are bundled in; registry dependencies stay external.
 import { build } from 'esbuild';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 const root = new URL('..', import.meta.url).pathname;
 const pkg = (dir) => JSON.parse(readFileSync(`${root}packages/${dir}/package.json`, 'utf8'));
@@ -40,11 +50,58 @@ async function buildAtomically(options) {
   }
 }
 
-// `node scripts/build.mjs server` builds only the named packages (`npm start` needs only the server).
+/**
+ * The web dashboard, with Vite, into a fresh directory that then replaces
+ * `packages/web/dist` (a running server never reads a half-written build).
+ * Each asset also gets a `.gz` sibling so the server sends it precompressed.
+ */
+async function buildWeb() {
+  const web = `${root}packages/web`;
+  if (!existsSync(`${web}/index.html`)) return;
+  // Loaded only here: building the server alone does not need Vite.
+  const { build: viteBuild } = await import('vite');
+  const outDir = `${web}/.dist-${process.pid}.tmp`;
+  try {
+    await viteBuild({
+      root: web,
+      configFile: `${web}/vite.config.ts`,
+      build: { outDir, emptyOutDir: true },
+    });
+    const assets = `${outDir}/assets`;
+    if (existsSync(assets)) {
+      for (const name of readdirSync(assets)) {
+        if (name.endsWith('.gz')) continue;
+        const file = `${assets}/${name}`;
+        writeFileSync(`${file}.gz`, gzipSync(readFileSync(file), { level: 9 }));
+      }
+    }
+    // Another build may swap its own in between (tests build on demand): then again.
+    for (let attempt = 0; ; attempt++) {
+      const old = `${web}/.dist-old-${process.pid}-${attempt}.tmp`;
+      try {
+        renameSync(`${web}/dist`, old);
+      } catch (err) {
+        if (err.code !== 'ENOENT') throw err;
+      }
+      try {
+        renameSync(outDir, `${web}/dist`);
+        break;
+      } catch (err) {
+        if (attempt >= 5 || (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST')) throw err;
+      } finally {
+        rmSync(old, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+// `node scripts/build.mjs server web` builds only the named targets (`npm start` needs those two).
 const only = process.argv.slice(2);
 
-await Promise.all(
-  targets
+await Promise.all([
+  ...targets
     .filter((t) => only.length === 0 || only.includes(t.dir))
     .filter((t) => existsSync(`${root}packages/${t.dir}/${t.entry}`))
     .map((t) =>
@@ -59,4 +116,5 @@ await Promise.all(
         ...(t.shebang ? { banner: { js: `#!/usr/bin/env node\n${common.banner.js}` } } : {}),
       }),
     ),
-);
+  ...(only.length === 0 || only.includes('web') ? [buildWeb()] : []),
+]);

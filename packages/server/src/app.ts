@@ -21,6 +21,7 @@ import { ErrorEnvelope } from './http/schemas.js';
 import { registerParameterCoercion } from './http/validation.js';
 import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
+import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
 
@@ -174,6 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     { prefix: '/v1' },
   );
+  await app.register(dashboardRoutes, context);
 
   return app;
 }

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * Server configuration, parsed once at boot from environment variables and
@@ -37,6 +38,14 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** How often the e-mail outbox worker looks for due messages (it is also woken after each enqueue). */
   readonly outboxPollMs: number;
+  readonly dashboard: DashboardConfig;
+}
+
+/** The web dashboard's built files, served on the API's origin. */
+export interface DashboardConfig {
+  readonly enabled: boolean;
+  /** Absolute path of the built dashboard (the directory holding `index.html`). */
+  readonly dir: string;
 }
 
 export type TlsConfig =
@@ -55,6 +64,13 @@ export interface RateLimitConfig {
   readonly auth: number;
   readonly windowSeconds: number;
 }
+
+/**
+ * The web package's build, found from this module: `packages/server/dist/main.js`
+ * once bundled, `packages/server/src/config.ts` from source; both are two levels
+ * below `packages/`.
+ */
+export const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL('../../web/dist', import.meta.url));
 
 /** Connections a server instance keeps to PostgreSQL unless `DATABASE_POOL_SIZE` says otherwise. */
 export const DEFAULT_DATABASE_POOL_SIZE = 10;
@@ -226,6 +242,10 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     },
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     outboxPollMs: int('OUTBOX_POLL_MS', 5_000, 10, 3_600_000),
+    dashboard: {
+      enabled: oneOf('DASHBOARD', ['on', 'off'], 'on') === 'on',
+      dir: resolve(read('DASHBOARD_DIR') ?? DEFAULT_DASHBOARD_DIR),
+    },
   };
   for (const name of Object.keys(flags)) {
     if (!known.has(name)) {

@@ -10,6 +10,7 @@ import {
 } from './http/rate-limit.js';
 import { createRedirectServer, loadTls } from './http/tls.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
+import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
 import { shareCredentialInvalidation } from './domains/identity/credentials.js';
 
 export interface RunningServer {
@@ -82,6 +83,7 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
   process.stdout.write(
     `Coffer listening on ${url}${redirectUrl ? ` (HTTP ${redirectUrl} redirects)` : ''}\n`,
   );
+  if (servesDashboard(app)) process.stdout.write(`Coffer dashboard: ${url}/\n`);
 
   return {
     app,

@@ -5,6 +5,16 @@ import { describeDetails, detailsFromSchemaErrors } from './validation.js';
 
 const METHODS: HTTPMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Serves files (the dashboard), not an API operation: another method on
+     * its paths answers 404, as on any path without a route, not 405.
+     */
+    staticFiles?: boolean;
+  }
+}
+
 /**
  * The one place where failures become Form A error bodies:
  * `{ error: { code, message, details?, request_id } }`. Domain errors keep their
@@ -16,6 +26,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   // existing path with the wrong method answers 405 with `Allow`, not 404.
   const known = FindMyWay({ ignoreTrailingSlash: false });
   app.addHook('onRoute', (route) => {
+    if (route.config?.staticFiles) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const m of methods) {
       if (METHODS.includes(m as HTTPMethod)) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { runServerToExit, startServerProcess } from './server-process.js';
@@ -28,6 +29,17 @@ describe('loadConfig', () => {
       { session: 100, apiKey: 500, ciToken: 200, anonymous: 100, auth: 10, windowSeconds: 60 },
     );
     assert.ok(Object.isFrozen(config));
+  });
+
+  it("serves the web package's build by default; DASHBOARD and DASHBOARD_DIR change that", () => {
+    const repo = fileURLToPath(new URL('../../../../', import.meta.url));
+    assert.deepEqual(
+      { ...loadConfig({}).dashboard },
+      { enabled: true, dir: join(repo, 'packages/web/dist') },
+    );
+    const off = loadConfig({ DASHBOARD: 'off', DASHBOARD_DIR: 'build/web' }).dashboard;
+    assert.deepEqual({ ...off }, { enabled: false, dir: resolve('build/web') });
+    assert.equal(loadConfig({}, ['--dashboard=off']).dashboard.enabled, false);
   });
 
   it('flags override environment variables', () => {
@@ -66,6 +78,8 @@ describe('loadConfig', () => {
       [{ LOG_LEVEL: 'loud' }, [], 'LOG_LEVEL'],
       [{ PUBLIC_URL: 'http://coffer.example.com' }, [], 'PUBLIC_URL'],
       [{ RATE_LIMIT_SESSION: '0' }, [], 'RATE_LIMIT_SESSION'],
+      [{ DASHBOARD: 'yes' }, [], 'DASHBOARD'],
+      [{}, ['--dashboard=disabled'], 'DASHBOARD'],
       [{}, ['--prot=8443'], '--prot'],
       [{}, ['8443'], '8443'],
     ];
