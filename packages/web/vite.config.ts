@@ -5,8 +5,14 @@ import { defineConfig } from 'vite';
 export default defineConfig({
   root: new URL('.', import.meta.url).pathname,
   base: '/',
-  // The SDK is built from source, as the tests and the CLI use it.
-  resolve: { conditions: ['development', 'browser', 'module', 'import', 'default'] },
+  mode: 'production',
+  // Production React whatever NODE_ENV the build runs under (the tests set `test`).
+  define: { 'process.env.NODE_ENV': JSON.stringify('production') },
+  // The SDK is bundled from its source, as the tests use it (its package's
+  // `development` condition); other packages resolve to their production builds.
+  resolve: {
+    alias: { '@coffer/sdk': new URL('../sdk/src/index.ts', import.meta.url).pathname },
+  },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -18,7 +18,21 @@ export const useProject = (projectId: string) =>
     queryFn: () => getProject(client, projectId),
   });
 
-/** Every environment, in the order they were created (development, staging, production first). */
+/** The usual promotion order; other environments sit between staging and production. */
+const STAGES = ['local', 'development', 'dev', 'test', 'qa', 'staging', 'stage', 'preview'];
+const LAST = ['production', 'prod'];
+const stageOf = (slug: string) =>
+  STAGES.includes(slug) ? STAGES.indexOf(slug) : LAST.includes(slug) ? 100 : STAGES.length;
+
+/** Every environment, in promotion order (development → staging → production), then by creation. */
+export const sortEnvironments = (list: Environment[]) =>
+  [...list].sort(
+    (a, b) =>
+      stageOf(a.slug) - stageOf(b.slug) ||
+      a.created_at.localeCompare(b.created_at) ||
+      a.name.localeCompare(b.name),
+  );
+
 export const useEnvironments = (projectId: string) =>
   useQuery<Environment[]>({
     queryKey: environmentsKey(projectId),
@@ -32,7 +46,7 @@ export const useEnvironments = (projectId: string) =>
           order: 'asc',
         });
         out.push(...res.data);
-        if (page >= res.pagination.total_pages) return out;
+        if (page >= res.pagination.total_pages) return sortEnvironments(out);
       }
     },
   });

@@ -5,6 +5,15 @@ import type { SecretMeta } from './data';
 import { activeCell, cellId, editingCell, useIsActive, useIsEditing } from './grid-state';
 import { plaintext } from './plaintext';
 import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
+import {
+  CopyIcon,
+  EditIcon,
+  EyeIcon,
+  EyeOffIcon,
+  HistoryIcon,
+  TrashIcon,
+  UndoIcon,
+} from '../ui/icons';
 
 export interface CellProps {
   environmentId: string;
@@ -138,7 +147,7 @@ export const Cell = memo(function Cell(props: CellProps) {
                   title={shown ? 'Hide (Space)' : 'Reveal (Space)'}
                   onClick={() => revealed.set(environmentId, name, shown ? undefined : true)}
                 >
-                  {shown ? '◉' : '◎'}
+                  {shown ? <EyeOffIcon /> : <EyeIcon />}
                 </button>
                 <button
                   type="button"
@@ -147,7 +156,7 @@ export const Cell = memo(function Cell(props: CellProps) {
                   title="Copy (C)"
                   onClick={copy}
                 >
-                  ⧉
+                  <CopyIcon />
                 </button>
               </>
             ) : null}
@@ -159,7 +168,7 @@ export const Cell = memo(function Cell(props: CellProps) {
                 title="Edit (Enter)"
                 onClick={() => editingCell.set(id)}
               >
-                ✎
+                <EditIcon />
               </button>
             ) : null}
             {meta ? (
@@ -170,7 +179,7 @@ export const Cell = memo(function Cell(props: CellProps) {
                 title="History (H)"
                 onClick={() => props.onHistory(environmentId, name)}
               >
-                ⟲
+                <HistoryIcon />
               </button>
             ) : null}
             {canWrite && change ? (
@@ -181,7 +190,7 @@ export const Cell = memo(function Cell(props: CellProps) {
                 title="Undo (U)"
                 onClick={() => staged.set(environmentId, name, undefined)}
               >
-                ↺
+                <UndoIcon />
               </button>
             ) : canWrite && meta ? (
               <button
@@ -193,7 +202,7 @@ export const Cell = memo(function Cell(props: CellProps) {
                   staged.set(environmentId, name, { kind: 'delete', baseVersion: meta.version })
                 }
               >
-                🗑
+                <TrashIcon />
               </button>
             ) : null}
           </span>

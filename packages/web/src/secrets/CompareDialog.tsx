@@ -1,6 +1,7 @@
 import { compareSecrets, type Environment } from '@coffer/sdk';
 import { useId, useMemo, useState } from 'react';
 import { Dialog } from '../ui/Dialog';
+import { SwapIcon } from '../ui/icons';
 import { stageValue } from './Cell';
 import type { SecretMeta } from './data';
 import { plaintext } from './plaintext';
@@ -124,7 +125,7 @@ export function CompareDialog({
             }}
             aria-label="Swap the environments"
           >
-            ⇄
+            <SwapIcon />
           </button>
           <label htmlFor={toLabel}>To</label>
           <select

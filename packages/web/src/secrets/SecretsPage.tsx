@@ -15,6 +15,7 @@ import { HistoryDialog } from './HistoryDialog';
 import { ReviewDialog } from './ReviewDialog';
 import { ShortcutsDialog } from './ShortcutsDialog';
 import { revealed, staged, useStagedSummary } from './store';
+import { EyeIcon } from '../ui/icons';
 import { keyring } from '../lib/keyring';
 import { fingerprint } from '@coffer/sdk';
 
@@ -261,7 +262,7 @@ export function SecretsPage() {
                           aria-label={`Reveal or hide every value in ${env.name}`}
                           title="Reveal or hide the column"
                         >
-                          ◎
+                          <EyeIcon />
                         </button>
                       ) : null}
                       {canWrite ? (
@@ -302,7 +303,7 @@ export function SecretsPage() {
                         onClick={() => toggleRow(name)}
                         aria-label={`Reveal or hide ${name} in every environment`}
                       >
-                        ◎
+                        <EyeIcon />
                       </button>
                     ) : null}
                   </th>
