@@ -2,26 +2,82 @@
  * `.env` files and the other text forms secrets are imported from and exported
  * to (JSON, YAML, POSIX shell). Pure functions; no I/O, no crypto.
  *
- * The `.env` dialect read here is the common one (dotenv, docker compose):
+ * Two readers decide what a `.env` file means: the npm `dotenv` package (its
+ * default parser and its `fast` one) and python-dotenv (`dotenv_values(path)`
+ * with its default `interpolate=True`). They agree on plain values and differ
+ * on escapes, on `#` and on `${VAR}`, so both directions name a dialect:
+ * `'both'` (the default: what both read alike), `'node'` or `'python'`.
  *
- * - `NAME=value` per line; blank lines and lines starting with `#` are ignored;
- *   an optional `export ` prefix is accepted; spaces around `=` are ignored.
- * - Unquoted values end at the end of the line or at ` #` (a comment after
- *   whitespace); surrounding whitespace is trimmed. `#` inside a word is kept.
- * - `'single'` and `` `backtick` `` quotes are literal: no escapes.
- * - `"double"` quotes understand `\n`, `\r`, `\t`, `\"`, `\\`, `\$` (other
- *   backslashes are kept as they are) and may span several lines.
- * - After a closing quote only whitespace and a `# comment` may follow.
- * - `${VAR}` and `$VAR` are NOT expanded: values are stored exactly as written,
- *   so a secret containing `$` survives an import unchanged.
- * - A name given twice: the last one wins, as when a shell reads the file.
+ * Writing (`formatDotenv`) picks, per value, the first of these that the
+ * dialect's readers read back byte for byte, and otherwise throws a
+ * `DotenvValueError` naming the secret:
  *
- * Malformed lines are collected, not skipped: `parseDotenv` throws one
- * `DotenvSyntaxError` listing every problem with its line number.
+ * - bare `NAME=value`: no `#`, no line break, no quote first, no whitespace at
+ *   either end (an empty value is `NAME=`);
+ * - `"double"` quotes, where a line feed is written `\n` and a carriage return
+ *   `\r` (the two escapes both readers decode). For both readers the value
+ *   holds no `"` and no backslash that python-dotenv would decode (before
+ *   `\ ' " a b f n r t v`, a line break or the end) or that older Coffer
+ *   exports meant as an escape (`\$`); npm dotenv alone only minds `\n` and
+ *   `\r`; python-dotenv alone gets `\\` and `\"` escapes, so any value fits;
+ * - `'single'` quotes, literal in npm dotenv: no `'`, no carriage return, and
+ *   for python-dotenv's sake no `\\`;
+ * - `` `backticks` `` (npm dotenv only): no backtick, no carriage return.
+ *
+ * No quoted value may end with a backslash: python-dotenv then loses that
+ * line and the next. python-dotenv substitutes `${VAR}` (and `${VAR:-x}`)
+ * inside every kind of quotes, with no escape, so such a value is refused for
+ * it. A NUL is refused everywhere: no environment variable can hold one.
+ *
+ * Reading (`parseDotenv`):
+ *
+ * - `NAME=value` per line; blank lines and lines starting with `#` are
+ *   ignored; an optional `export ` prefix and spaces around `=` are accepted.
+ *   CRLF and CR line ends read as LF, as both readers do.
+ * - A value starting with a quote ends at the first same quote not preceded
+ *   by a backslash, possibly on a later line; only whitespace and a `# comment`
+ *   may follow it. Backticks are quotes for npm dotenv, not python-dotenv.
+ * - What the quotes mean: `'single'` and `` `backtick` `` are literal for npm
+ *   dotenv, and npm dotenv decodes only `\n` and `\r` in `"double"` quotes.
+ *   python-dotenv decodes `\\` and `\'` in single quotes and `\\ \' \" \a \b
+ *   \f \n \r \t \v` in double quotes; other backslashes stay.
+ * - Bare values: npm dotenv ends them at any `#`, python-dotenv at whitespace
+ *   followed by `#` (so `A= # note` is `# note` to it); both trim.
+ * - `${VAR}` and `$VAR` are never expanded: Coffer stores values exactly as
+ *   written, as npm dotenv reads them (python-dotenv would substitute `${VAR}`
+ *   when it loads the file; the writer never emits one for it).
+ * - A name given twice: the last one wins, as in both readers.
+ *
+ * The dialect `'both'` reads each value as both readers would and refuses it
+ * when they differ (`A=x#1`, `A="\\"`, backticks, ...), and also refuses `\$`
+ * in double quotes: both readers keep the backslash, while shells and older
+ * Coffer exports meant `$`. `'node'` and `'python'` read as that reader does.
+ * In every dialect: a line without `=`, an invalid name, an unclosed quote,
+ * text after a closing quote, a U+2028/U+2029 outside quotes (a line break to
+ * npm dotenv only), and `A=` followed by a line starting with a quote (npm
+ * dotenv takes that line as A's value) are refused. Problems are collected,
+ * not skipped: `parseDotenv` throws one `DotenvSyntaxError` listing every
+ * problem with its line number.
  */
 
 /** Environment-variable names, the same rule the server applies to secret names. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Which reader a `.env` file is for: both the npm `dotenv` package and python-dotenv, or one. */
+export type DotenvDialect = 'both' | 'node' | 'python';
+
+export const DOTENV_DIALECTS: readonly DotenvDialect[] = ['both', 'node', 'python'];
+
+export interface DotenvOptions {
+  /** Default `'both'`. */
+  dialect?: DotenvDialect;
+}
+
+const READERS: Record<DotenvDialect, string> = {
+  both: 'npm dotenv and python-dotenv',
+  node: 'npm dotenv',
+  python: 'python-dotenv',
+};
 
 export interface DotenvEntry {
   name: string;
@@ -47,28 +103,132 @@ export class DotenvSyntaxError extends Error {
   }
 }
 
-const DOUBLE_QUOTE_ESCAPES: Record<string, string> = {
+/** A secret whose value an export format cannot carry exactly; names the secret, never the value. */
+export class UnwritableValueError extends Error {
+  constructor(
+    readonly secretName: string,
+    readonly reason: string,
+    message = `${secretName} cannot be exported: ${reason}`,
+  ) {
+    super(message);
+    this.name = 'UnwritableValueError';
+  }
+}
+
+/** A secret whose value no quoting lets the dialect's readers read back exactly. */
+export class DotenvValueError extends UnwritableValueError {
+  constructor(
+    secretName: string,
+    readonly dialect: DotenvDialect,
+    reason: string,
+  ) {
+    super(
+      secretName,
+      reason,
+      `${secretName} cannot be written to a .env file that ${READERS[dialect]} read exactly: ${reason}`,
+    );
+    this.name = 'DotenvValueError';
+  }
+}
+
+// Whitespace as JavaScript's trim() and python's str.strip() see it.
+const JS_SPACE = '\\s';
+const PY_SPACE =
+  '\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+const PY_LEADING_SPACE = new RegExp(`^[${PY_SPACE}]+`);
+const PY_TRAILING_SPACE = new RegExp(`[${PY_SPACE}]+$`);
+const PY_COMMENT = new RegExp(`[${PY_SPACE}]+#.*`, 's');
+const EDGE_SPACE = new RegExp(`^(?:${JS_SPACE}|[${PY_SPACE}])|(?:${JS_SPACE}|[${PY_SPACE}])$`);
+
+/** What python-dotenv substitutes (its `_posix_variable`), in any quotes. */
+const PY_VARIABLE = /\$\{[^}:]*(?::-[^}]*)?\}/;
+
+const PY_DOUBLE_QUOTE_ESCAPES: Record<string, string> = {
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  a: '\x07',
+  b: '\b',
+  f: '\f',
   n: '\n',
   r: '\r',
   t: '\t',
-  '"': '"',
-  '\\': '\\',
-  $: '$',
+  v: '\v',
 };
 
+type Quote = '"' | "'" | '`';
+
+/** The value npm dotenv reads (lib/main.js: bare values end at any `#`; only `\n` and `\r` in double quotes). */
+function nodeValue(quote: Quote | undefined, body: string): string {
+  const unescape = (s: string) => s.replace(/\\n/g, '\n').replace(/\\r/g, '\r');
+  if (quote === '"') return unescape(body);
+  if (quote !== undefined) return body;
+  const hash = body.indexOf('#');
+  const trimmed = (hash < 0 ? body : body.slice(0, hash)).trim();
+  // Quotes at both ends go, and a leading double quote still means escapes.
+  const value = trimmed.replace(/^(['"`])([\s\S]*)\1$/gm, '$2');
+  return trimmed.startsWith('"') ? unescape(value) : value;
+}
+
+/** The value python-dotenv's parser reads, before its `${VAR}` substitution. */
+function pythonValue(quote: Quote | undefined, body: string): string {
+  if (quote === '"')
+    return body.replace(/\\[\\'"abfnrtv]/g, (e) => PY_DOUBLE_QUOTE_ESCAPES[e[1]!]!);
+  if (quote === "'") return body.replace(/\\[\\']/g, (e) => e[1]!);
+  // Backticks are no quotes to python-dotenv: the line is a bare value.
+  const bare = quote === '`' ? `\`${body}\`` : body;
+  return bare.replace(PY_LEADING_SPACE, '').replace(PY_COMMENT, '').replace(PY_TRAILING_SPACE, '');
+}
+
+/** Why both readers' values differ, in words a user can act on. */
+function disagreement(quote: Quote | undefined, body: string): string {
+  if (quote === '`') return 'python-dotenv does not treat backticks as quotes';
+  if (quote === "'")
+    return "python-dotenv decodes \\\\ and \\' in single quotes, npm dotenv keeps them";
+  if (quote === '"')
+    return 'python-dotenv decodes backslash escapes in double quotes that npm dotenv keeps (it decodes only \\n and \\r)';
+  if (/^[ \t]*#/.test(body))
+    return 'npm dotenv reads an empty value, python-dotenv the "#" text after it';
+  if (body.includes('#'))
+    return 'npm dotenv ends a bare value at any "#", python-dotenv only at whitespace and "#"';
+  return 'npm dotenv and python-dotenv trim different whitespace';
+}
+
+const AFTER_CLOSING_QUOTE = /^[ \t]*(?:#.*)?$/;
+const LINE_SEPARATORS = /[\u2028\u2029]/;
+
 /** Parses `.env` text into entries, in file order (a repeated name appears once, last value). */
-export function parseDotenv(text: string): DotenvEntry[] {
-  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/);
+export function parseDotenv(text: string, options: DotenvOptions = {}): DotenvEntry[] {
+  const dialect = options.dialect ?? 'both';
+  const quotes = dialect === 'python' ? `'"` : `'"\``;
+  const t = text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
   const entries = new Map<string, DotenvEntry>();
   const issues: DotenvIssue[] = [];
+  const set = (name: string, value: string, line: number) => {
+    entries.delete(name);
+    entries.set(name, { name, value, line });
+  };
 
-  for (let i = 0; i < lines.length; i++) {
-    const lineNo = i + 1;
-    const raw = lines[i]!;
-    const line = raw.trimStart();
-    if (line === '' || line.startsWith('#')) continue;
+  let pos = 0;
+  let lineNo = 0;
+  while (pos <= t.length) {
+    lineNo++;
+    const eol = t.indexOf('\n', pos);
+    const lineEnd = eol < 0 ? t.length : eol;
+    const raw = t.slice(pos, lineEnd);
+    const start = pos;
+    pos = lineEnd + 1;
+    const line = raw.replace(/^[ \t]+/, '');
+    if (line === '' || line.startsWith('#')) {
+      if (dialect !== 'python' && LINE_SEPARATORS.test(line))
+        issues.push({
+          line: lineNo,
+          message: 'a U+2028/U+2029 outside quotes is a line break to npm dotenv',
+        });
+      continue;
+    }
 
-    const assignment = /^(?:export[ \t]+)?([^=\s]+)[ \t]*=/.exec(line);
+    const assignment = /^(?:export[ \t]+)?([^=\s]+)[ \t]*=[ \t]*/.exec(line);
     if (!assignment) {
       const bare = /^(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*$/.exec(line);
       issues.push({
@@ -85,70 +245,125 @@ export function parseDotenv(text: string): DotenvEntry[] {
       });
       continue;
     }
-    // Kept with its leading whitespace: `A= # note` is a comment, `A=#1` a value.
-    let rest = line.slice(assignment[0].length);
-    const quote = rest.trimStart()[0];
-
-    if (quote === '"' || quote === "'" || quote === '`') {
-      // Find the closing quote, possibly on a later line.
-      let body = rest.trimStart().slice(1);
-      let endLine = i;
-      let close = findClosingQuote(body, quote);
-      while (close < 0 && endLine + 1 < lines.length) {
-        endLine++;
-        body += `\n${lines[endLine]}`;
-        close = findClosingQuote(body, quote);
-      }
-      if (close < 0) {
-        issues.push({ line: lineNo, message: `the ${quote} quote opened here is never closed` });
-        break; // everything after belongs to the unterminated value
-      }
-      const after = body.slice(close + 1);
-      i = endLine;
-      if (!/^\s*(#.*)?$/.test(after)) {
-        issues.push({
-          line: endLine + 1,
-          message: `unexpected text after the closing ${quote} quote: "${after.trim()}"`,
-        });
-        continue;
-      }
-      const inner = body.slice(0, close);
-      const value =
-        quote === '"'
-          ? inner.replace(/\\([\s\S])/g, (all, c: string) => DOUBLE_QUOTE_ESCAPES[c] ?? all)
-          : inner;
-      entries.delete(name);
-      entries.set(name, { name, value, line: lineNo });
+    const valueStart = start + (raw.length - line.length) + assignment[0].length;
+    const rest = t.slice(valueStart, lineEnd);
+    const quote = quotes.includes(rest[0] ?? '') ? (rest[0] as Quote) : undefined;
+    if (/^\s/.test(rest) || PY_LEADING_SPACE.test(rest)) {
+      // The readers skip different whitespace before a quote.
+      issues.push({ line: lineNo, message: 'whitespace other than spaces and tabs after "="' });
       continue;
     }
 
-    // Unquoted: up to a comment that follows whitespace.
-    const comment = /[ \t]#/.exec(rest);
-    if (comment) rest = rest.slice(0, comment.index);
-    const value = rest.trim();
-    entries.delete(name);
-    entries.set(name, { name, value, line: lineNo });
+    if (quote === undefined) {
+      if (dialect !== 'python' && LINE_SEPARATORS.test(rest)) {
+        issues.push({
+          line: lineNo,
+          message: 'a U+2028/U+2029 outside quotes is a line break to npm dotenv',
+        });
+        continue;
+      }
+      // npm dotenv's pattern lets `A=` take a quoted value from a later line.
+      if (rest === '' && `'"\``.includes(t.slice(pos).trimStart()[0] ?? '\n')) {
+        issues.push({
+          line: lineNo,
+          message: `nothing after "=", and the next line starts with a quote: npm dotenv reads it as ${name}'s value`,
+        });
+        continue;
+      }
+      addValue(name, undefined, rest, lineNo);
+      continue;
+    }
+
+    const close = closingQuote(t, valueStart, quote, dialect);
+    if (dialect === 'node' && !closesCleanly(t, close)) {
+      // npm dotenv then reads the line as a bare value: `A="it's "x""` is `it's "x"`.
+      if (LINE_SEPARATORS.test(rest))
+        issues.push({
+          line: lineNo,
+          message: 'a U+2028/U+2029 outside quotes is a line break to npm dotenv',
+        });
+      else addValue(name, undefined, rest, lineNo);
+      continue;
+    }
+    if (close < 0) {
+      issues.push({
+        line: lineNo,
+        message: `the ${quote} quote opened here is never closed${t.slice(valueStart + 1).includes(`\\${quote}`) ? ` (a backslash before a ${quote} keeps it from closing the value)` : ''}`,
+      });
+      break; // everything after belongs to the unterminated value
+    }
+    const closeEol = t.indexOf('\n', close);
+    const closeLineEnd = closeEol < 0 ? t.length : closeEol;
+    const body = t.slice(valueStart + 1, close);
+    const endLine = lineNo + countLineFeeds(body);
+    const after = t.slice(close + 1, closeLineEnd);
+    pos = closeLineEnd + 1;
+    if (!AFTER_CLOSING_QUOTE.test(after) || (dialect !== 'python' && LINE_SEPARATORS.test(after))) {
+      issues.push({
+        line: endLine,
+        message: `unexpected text after the closing ${quote} quote: "${after.trim()}"`,
+      });
+      lineNo = endLine;
+      continue;
+    }
+    addValue(name, quote, body, lineNo);
+    lineNo = endLine;
+  }
+
+  function addValue(name: string, quote: Quote | undefined, body: string, line: number) {
+    if (dialect === 'node') return set(name, nodeValue(quote, body), line);
+    if (dialect === 'python') return set(name, pythonValue(quote, body), line);
+    const value = nodeValue(quote, body);
+    if (value !== pythonValue(quote, body)) {
+      issues.push({
+        line,
+        message: `npm dotenv and python-dotenv read ${name} differently: ${disagreement(quote, body)}; quote it another way, or read the file as the dialect it was written for`,
+      });
+    } else if (quote === '"' && body.includes('\\$')) {
+      issues.push({
+        line,
+        message: `"\\$" in ${name}: npm dotenv and python-dotenv keep the backslash, but shells and older Coffer exports mean "$"; read the file as the dialect it was written for`,
+      });
+    } else set(name, value, line);
   }
 
   if (issues.length > 0) throw new DotenvSyntaxError(issues);
   return [...entries.values()];
 }
 
-/** Index of the quote that closes a value, skipping `\"` inside double quotes; -1 when absent. */
-function findClosingQuote(body: string, quote: string): number {
-  for (let j = 0; j < body.length; j++) {
-    const c = body[j];
-    if (quote === '"' && c === '\\') {
-      j++;
-      continue;
+/**
+ * Where the value quoted at `open` ends. Both readers first try the first same
+ * quote with no backslash before it; when other text follows that one on its
+ * line, npm dotenv backs up to the latest backslash-quote before it that ends a
+ * line (`A='C:\\'`), where python-dotenv fails.
+ */
+function closingQuote(t: string, open: number, quote: Quote, dialect: DotenvDialect): number {
+  const escaped: number[] = [];
+  let first = -1;
+  for (let j = open + 1; j < t.length; j++) {
+    if (t[j] !== quote) continue;
+    if (t[j - 1] !== '\\') {
+      first = j;
+      break;
     }
-    if (c === quote) return j;
+    escaped.push(j);
   }
-  return -1;
+  if (dialect !== 'node') return first;
+  return [first, ...escaped.reverse()].find((j) => closesCleanly(t, j)) ?? first;
 }
 
-/** Characters a `.env` value may hold without quotes and mean the same in every dialect. */
-const PLAIN_DOTENV_VALUE = /^[A-Za-z0-9_./:@%+,=^~-]+$/;
+/** Whether only whitespace and a comment follow the quote at `close` on its line. */
+function closesCleanly(t: string, close: number): boolean {
+  if (close < 0) return false;
+  const eol = t.indexOf('\n', close);
+  return AFTER_CLOSING_QUOTE.test(t.slice(close + 1, eol < 0 ? t.length : eol));
+}
+
+function countLineFeeds(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i >= 0; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
 
 export type SecretMap = Readonly<Record<string, string>>;
 
@@ -157,22 +372,93 @@ const entriesOf = (secrets: SecretMap | Iterable<readonly [string, string]>) =>
     ? [...(secrets as Iterable<readonly [string, string]>)]
     : Object.entries(secrets as SecretMap);
 
-/** Serializes to `.env`: plain values stay bare, anything else is double-quoted with escapes. */
-export function formatDotenv(secrets: SecretMap | Iterable<readonly [string, string]>): string {
+/** Why a value cannot go bare, or undefined when it can. */
+function bareProblem(value: string): string | undefined {
+  if (value === '') return undefined;
+  if (value.includes('#')) return 'it has a "#"';
+  if (/[\n\r\u2028\u2029]/.test(value)) return 'it spans lines';
+  if (/^['"`]/.test(value)) return 'it starts with a quote';
+  if (EDGE_SPACE.test(value)) return 'it has whitespace at an end';
+  return undefined;
+}
+
+/** Why a value cannot go in double quotes for the dialect, or undefined when it can. */
+function doubleQuoteProblem(value: string, dialect: DotenvDialect): string | undefined {
+  if (value.endsWith('\\')) return 'it ends with a backslash';
+  if (dialect === 'python') return undefined;
+  if (value.includes('"')) return 'it has a "';
+  const decoded = dialect === 'both' ? /\\[\\'"abfnrtv$\n\r]/ : /\\[nr\n\r]/;
+  const escape = decoded.exec(value);
+  if (escape) return `it has a backslash before ${JSON.stringify(escape[0][1])}`;
+  return undefined;
+}
+
+/** Why a value cannot go in single quotes (or backticks) for the dialect, or undefined when it can. */
+function literalQuoteProblem(
+  value: string,
+  quote: "'" | '`',
+  dialect: DotenvDialect,
+): string | undefined {
+  if (value.includes(quote)) return `it has a ${quote}`;
+  if (value.includes('\r')) return 'it has a carriage return (read back as a line feed)';
+  // Only npm dotenv finds the end of 'C:\\' (python-dotenv loses this line and the next).
+  if (dialect !== 'node' && value.endsWith('\\')) return 'it ends with a backslash';
+  if (dialect === 'both' && value.includes('\\\\')) return 'it has two backslashes in a row';
+  return undefined;
+}
+
+/** The value as the dialect's readers read it back exactly, or why it cannot be. */
+function encodeDotenvValue(
+  value: string,
+  dialect: DotenvDialect,
+): { text: string } | { problem: string } {
+  if (value.includes('\0'))
+    return { problem: 'it has a NUL character, which no environment variable can hold' };
+  if (/[\ud800-\udfff]/u.test(value))
+    return { problem: 'it has an unpaired UTF-16 surrogate, which UTF-8 cannot carry' };
+  if (dialect !== 'node' && PY_VARIABLE.test(value))
+    return {
+      problem: 'python-dotenv replaces its "${...}" with another variable\'s value, in any quotes',
+    };
+  const bare = bareProblem(value);
+  if (bare === undefined) return { text: value };
+  const double = doubleQuoteProblem(value, dialect);
+  if (double === undefined) {
+    const escaped = dialect === 'python' ? value.replace(/[\\"]/g, '\\$&') : value;
+    return { text: `"${escaped.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"` };
+  }
+  const single = literalQuoteProblem(value, "'", dialect);
+  if (single === undefined) return { text: `'${value}'` };
+  const tried = [`bare: ${bare}`, `double quotes: ${double}`, `single quotes: ${single}`];
+  if (dialect === 'node') {
+    const backtick = literalQuoteProblem(value, '`', dialect);
+    if (backtick === undefined) return { text: `\`${value}\`` };
+    tried.push(`backticks: ${backtick}`);
+    // A line npm dotenv cannot read as quoted it reads bare, then drops the outer quotes.
+    const lenient = doubleQuoteProblem(value.replace(/"/g, ''), dialect);
+    if (!/[#\u2028\u2029]/.test(value) && value.includes('"') && lenient === undefined)
+      return { text: `"${value.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"` };
+  }
+  return { problem: `no quoting fits (${tried.join('; ')})` };
+}
+
+/**
+ * Serializes to `.env` for the dialect's readers (default: both npm dotenv and
+ * python-dotenv), choosing per value the quoting they read back exactly.
+ * Throws a `DotenvValueError` naming the first secret none fits.
+ */
+export function formatDotenv(
+  secrets: SecretMap | Iterable<readonly [string, string]>,
+  options: DotenvOptions = {},
+): string {
+  const dialect = options.dialect ?? 'both';
   return entriesOf(secrets)
     .map(([name, value]) => {
       checkName(name);
-      if (value === '' || PLAIN_DOTENV_VALUE.test(value)) return `${name}=${value}`;
-      const escaped = value
-        .replace(/\\/g, '\\\\')
-        .replace(/"/g, '\\"')
-        .replace(/\$/g, '\\$')
-        .replace(/\n/g, '\\n')
-        .replace(/\r/g, '\\r')
-        .replace(/\t/g, '\\t');
-      return `${name}="${escaped}"`;
+      const encoded = encodeDotenvValue(value, dialect);
+      if ('problem' in encoded) throw new DotenvValueError(name, dialect, encoded.problem);
+      return `${name}=${encoded.text}\n`;
     })
-    .map((line) => `${line}\n`)
     .join('');
 }
 
@@ -185,6 +471,11 @@ export function formatShell(secrets: SecretMap | Iterable<readonly [string, stri
   return entriesOf(secrets)
     .map(([name, value]) => {
       checkName(name);
+      if (value.includes('\0'))
+        throw new UnwritableValueError(
+          name,
+          'it has a NUL character, which no shell variable can hold',
+        );
       return `export ${name}='${value.replace(/'/g, `'\\''`)}'\n`;
     })
     .join('');

@@ -4,20 +4,22 @@ import { describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import {
   DotenvSyntaxError,
+  DotenvValueError,
   formatDotenv,
   formatJson,
   formatShell,
   formatYaml,
   parseDotenv,
   parseJsonSecrets,
+  type DotenvDialect,
 } from '../src/dotenv.js';
 
-const parsed = (text: string) =>
-  Object.fromEntries(parseDotenv(text).map((e) => [e.name, e.value]));
+const parsed = (text: string, dialect?: DotenvDialect) =>
+  Object.fromEntries(parseDotenv(text, { dialect }).map((e) => [e.name, e.value]));
 
-function issuesOf(text: string) {
+function issuesOf(text: string, dialect?: DotenvDialect) {
   try {
-    parseDotenv(text);
+    parseDotenv(text, { dialect });
   } catch (err) {
     assert.ok(err instanceof DotenvSyntaxError);
     return err.issues;
@@ -78,27 +80,69 @@ describe('parseDotenv', () => {
     });
   });
 
-  it('treats # as a comment only after whitespace in unquoted values', () => {
+  it('ends a bare value at whitespace and #, and refuses a # the two readers read differently', () => {
+    assert.deepEqual(parsed('A=value # comment\nE=x\t# tab comment\nF=\nG="#quoted" # c'), {
+      A: 'value',
+      E: 'x',
+      F: '',
+      G: '#quoted',
+    });
+    const text = 'A=ok\nB=abc#123\nC=#notcomment\nD= # only a comment';
     assert.deepEqual(
-      parsed(
-        'A=value # comment\nB=abc#123\nC=#notcomment\nD= # only a comment\nE=x\t# tab comment',
-      ),
-      { A: 'value', B: 'abc#123', C: '#notcomment', D: '', E: 'x' },
+      issuesOf(text).map((i) => i.line),
+      [2, 3, 4],
     );
-  });
-
-  it('keeps single- and backtick-quoted values literally', () => {
-    assert.deepEqual(parsed('A=\'a \\n b $HOME "q" # not comment\' # comment\nB=`x \'y\' "z"`'), {
-      A: 'a \\n b $HOME "q" # not comment',
-      B: `x 'y' "z"`,
+    assert.match(issuesOf(text)[0]!.message, /npm dotenv ends a bare value at any "#"/);
+    assert.deepEqual(parsed(text, 'node'), { A: 'ok', B: 'abc', C: '', D: '' });
+    assert.deepEqual(parsed(text, 'python'), {
+      A: 'ok',
+      B: 'abc#123',
+      C: '#notcomment',
+      D: '# only a comment',
     });
   });
 
-  it('interprets escapes in double quotes and keeps unknown ones', () => {
-    assert.equal(
-      parsed('A="l1\\nl2\\tt\\r \\"q\\" \\\\ \\$HOME \\q"').A,
-      'l1\nl2\tt\r "q" \\ $HOME \\q',
+  it('keeps single-quoted values literally, and backticks only for npm dotenv', () => {
+    assert.deepEqual(parsed('A=\'a \\n b $HOME "q" # not comment\' # comment'), {
+      A: 'a \\n b $HOME "q" # not comment',
+    });
+    const backticks = 'B=`x \'y\' "z"`';
+    assert.match(
+      issuesOf(backticks)[0]!.message,
+      /python-dotenv does not treat backticks as quotes/,
     );
+    assert.deepEqual(parsed(backticks, 'node'), { B: `x 'y' "z"` });
+    assert.deepEqual(parsed(backticks, 'python'), { B: '`x \'y\' "z"`' });
+    // python-dotenv decodes \\ and \' in single quotes, npm dotenv does not.
+    const escapes = String.raw`S='a\\b \'q'`;
+    assert.deepEqual(parsed(escapes, 'python'), { S: "a\\b 'q" });
+    assert.deepEqual(parsed(String.raw`S='a\\b'`, 'node'), { S: String.raw`a\\b` });
+    assert.equal(issuesOf(String.raw`S='a\\b'`)[0]!.line, 1);
+  });
+
+  it('decodes double-quote escapes as each reader does, and refuses them when they differ', () => {
+    const text = String.raw`A="l1\nl2\tt\r \"q\" \\ \$HOME \q"`;
+    assert.equal(parsed(text, 'node').A, 'l1\nl2\\tt\r \\"q\\" \\\\ \\$HOME \\q');
+    assert.equal(parsed(text, 'python').A, 'l1\nl2\tt\r "q" \\ \\$HOME \\q');
+    assert.match(issuesOf(text)[0]!.message, /python-dotenv decodes backslash escapes/);
+    // Both agree on \n, \r and a backslash before other letters.
+    assert.equal(parsed(String.raw`A="l1\nl2\rx \q"`).A, 'l1\nl2\rx \\q');
+    // Both keep the backslash of \$, which older Coffer exports meant as "$": refused.
+    assert.match(issuesOf(String.raw`A="pa\$\$word"`)[0]!.message, /older Coffer exports/);
+    assert.equal(parsed(String.raw`A="pa\$\$word"`, 'node').A, String.raw`pa\$\$word`);
+  });
+
+  it('reads a quoted line npm dotenv cannot close as it does: bare, outer quotes dropped', () => {
+    const text = String.raw`A="it's "x"\r"` + '\n' + String.raw`B='C:\'` + "\nC='y'";
+    assert.deepEqual(parsed(text, 'node'), { A: 'it\'s "x"\r', B: 'C:\\', C: 'y' });
+    assert.match(issuesOf(text)[0]!.message, /after the closing/);
+    assert.match(issuesOf(text, 'python')[0]!.message, /after the closing/);
+  });
+
+  it('refuses A= followed by a quoted line, which npm dotenv reads as A', () => {
+    const issues = issuesOf("A=\n'x'\n");
+    assert.equal(issues[0]!.line, 1);
+    assert.match(issues[0]!.message, /npm dotenv reads it as A's value/);
   });
 
   it('does not expand ${VAR} or $VAR', () => {
@@ -163,17 +207,54 @@ describe('parseDotenv', () => {
 });
 
 describe('formatDotenv', () => {
-  it('round-trips every tricky value through parseDotenv', () => {
-    const secrets = Object.fromEntries(TRICKY.map((v, i) => [`K${i}`, v]));
-    const text = formatDotenv(secrets);
-    assert.deepEqual(parsed(text), secrets);
+  it('round-trips every tricky value it writes through parseDotenv, in each dialect', () => {
+    for (const dialect of ['both', 'node', 'python'] as const) {
+      const secrets: Record<string, string> = {};
+      for (const [i, value] of TRICKY.entries()) {
+        try {
+          formatDotenv({ [`K${i}`]: value }, { dialect });
+          secrets[`K${i}`] = value;
+        } catch (err) {
+          assert.ok(err instanceof DotenvValueError, String(err));
+        }
+      }
+      assert.ok(Object.keys(secrets).length >= TRICKY.length - 3, dialect);
+      assert.deepEqual(parsed(formatDotenv(secrets, { dialect }), dialect), secrets, dialect);
+    }
   });
 
-  it('leaves plain values bare and quotes the rest', () => {
+  it('leaves plain values bare and picks the quotes both readers read back', () => {
     assert.equal(
-      formatDotenv({ A: 'simple-value_1.2', B: 'has space', C: '', D: 'a$b' }),
-      'A=simple-value_1.2\nB="has space"\nC=\nD="a\\$b"\n',
+      formatDotenv({
+        A: 'simple-value_1.2',
+        B: 'has space',
+        C: '',
+        D: 'pa$$word',
+        E: ' padded',
+        F: 'say "hi" #1',
+        G: 'two\nlines',
+      }),
+      'A=simple-value_1.2\nB=has space\nC=\nD=pa$$word\nE=" padded"\nF=\'say "hi" #1\'\nG="two\\nlines"\n',
     );
+  });
+
+  it('names the secret it cannot write, and writes it for the one reader that can read it', () => {
+    const secrets = { OK: 'x', MIXED: `it's "x" # y` };
+    assert.throws(
+      () => formatDotenv(secrets),
+      (err: unknown) =>
+        err instanceof DotenvValueError &&
+        err.secretName === 'MIXED' &&
+        /^MIXED cannot be written .* npm dotenv and python-dotenv/.test(err.message),
+    );
+    assert.equal(formatDotenv(secrets, { dialect: 'node' }), 'OK=x\nMIXED=`it\'s "x" # y`\n');
+    assert.equal(formatDotenv(secrets, { dialect: 'python' }), 'OK=x\nMIXED="it\'s \\"x\\" # y"\n');
+    assert.throws(
+      () => formatDotenv({ V: '${HOME}' }, { dialect: 'python' }),
+      /python-dotenv replaces/,
+    );
+    assert.equal(formatDotenv({ V: '${HOME}' }, { dialect: 'node' }), 'V=${HOME}\n');
+    assert.throws(() => formatDotenv({ Z: 'a\0b' }, { dialect: 'node' }), /Z cannot .* NUL/);
   });
 
   it('refuses invalid names', () => {
