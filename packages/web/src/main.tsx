@@ -29,7 +29,7 @@ const queryClient = new QueryClient({
 });
 
 startAutolock();
-void auth.load().catch(() => undefined);
+void auth.load();
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

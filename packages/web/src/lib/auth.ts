@@ -19,6 +19,8 @@ import { keyring } from './keyring';
  */
 export type AuthState =
   | { status: 'loading' }
+  /** The server could not be asked (network down, 5xx): offer a retry. */
+  | { status: 'unreachable'; error: unknown }
   | { status: 'signed-out'; reason?: 'expired' | 'signed-out' }
   | { status: 'signed-in'; user: User };
 
@@ -54,11 +56,12 @@ export const auth = {
 
   /** At start: is there a live session? Keys are never restored; that is the unlock screen's job. */
   async load(): Promise<void> {
+    set({ status: 'loading' });
     try {
       set({ status: 'signed-in', user: await me(client) });
     } catch (error) {
       if (isCofferApiError(error) && error.status === 401) set({ status: 'signed-out' });
-      else throw error;
+      else set({ status: 'unreachable', error });
     }
   },
 

@@ -7,6 +7,8 @@ export interface Problem {
   fields: Record<string, string>;
   /** No answer came: the network or the server is down. Offer a retry. */
   network: boolean;
+  /** Trying again may work: no answer, or a server-side failure (5xx, 429). */
+  retryable: boolean;
   /** The session ended (401): the app returns to sign-in. */
   signedOut: boolean;
   requestId: string | null;
@@ -45,6 +47,7 @@ export function toProblem(error: unknown): Problem {
       message: error.message,
       fields,
       signedOut: error.status === 401,
+      retryable: error.status >= 500 || error.status === 429,
       requestId: error.requestId,
     };
   }
@@ -52,6 +55,7 @@ export function toProblem(error: unknown): Problem {
     return {
       ...base,
       network: true,
+      retryable: true,
       message: 'Coffer could not be reached. Check your connection and try again.',
     };
   }

@@ -4,6 +4,7 @@ import { Link, NavLink, Navigate, Outlet, useLocation } from 'react-router';
 import { auth, useAuth, useUnlocked } from '../lib/auth';
 import { client } from '../lib/client';
 import { UnlockScreen } from './Unlock';
+import { ErrorNote } from '../ui/ErrorNote';
 
 /** Where sign-in sends the user back to: the page they were on. */
 export function signInPath(location: { pathname: string; search: string }): string {
@@ -22,6 +23,17 @@ export function RequireSession() {
     return (
       <div className="center-page" aria-busy="true">
         <p className="muted">Loading…</p>
+      </div>
+    );
+  }
+  if (state.status === 'unreachable') {
+    return (
+      <div className="center-page">
+        <h1>Coffer is not answering</h1>
+        <ErrorNote error={state.error} />
+        <button type="button" className="primary" onClick={() => void auth.load()}>
+          Try again
+        </button>
       </div>
     );
   }

@@ -9,6 +9,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
+import { auth } from '../lib/auth';
 import { Dialog } from '../ui/Dialog';
 import { encryptFor, withCurrentEpoch } from './crypto';
 import { fetchCurrent, secretsKey, type SecretMeta } from './data';
@@ -91,6 +92,10 @@ export function ReviewDialog({
         staged.clear(environment.id);
         await queryClient.invalidateQueries({ queryKey: secretsKey(project.id, environment.id) });
       } catch (error) {
+        if (toProblem(error).signedOut) {
+          auth.expired();
+          return;
+        }
         if (isCofferApiError(error, 'version_conflict')) {
           found.push(...(await conflictsOf(environment)));
         }

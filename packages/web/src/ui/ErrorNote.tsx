@@ -8,7 +8,7 @@ export function ErrorNote({ error, onRetry }: { error: unknown; onRetry?: () => 
     <div className="error-note" role="alert">
       <p>{problem.message}</p>
       {problem.requestId ? <p className="muted small">Request id {problem.requestId}</p> : null}
-      {problem.network && onRetry ? (
+      {problem.retryable && onRetry ? (
         <button type="button" onClick={onRetry}>
           Try again
         </button>
