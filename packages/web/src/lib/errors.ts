@@ -36,6 +36,7 @@ export function toProblem(error: unknown): Problem {
     message: '',
     fields: {},
     network: false,
+    retryable: false,
     signedOut: false,
     requestId: null,
   };
