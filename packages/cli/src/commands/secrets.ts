@@ -14,6 +14,7 @@ import {
   setSecret,
   type CofferClient,
 } from '@coffer/sdk';
+import { formatJson, parseDotenv, UnwritableValueError, type DotenvDialect } from '@coffer/sdk';
 import { ENV_OPTION, PROJECT_OPTION, str, YES_OPTION, type Command } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
 import { note, printJson, printLine, printTable, shortTime } from '../cli/output.js';
@@ -191,13 +192,29 @@ const rollback: Command = {
   },
 };
 
+const DIALECT_OPTION = {
+  dialect: {
+    type: 'string',
+    value: 'READER',
+    description:
+      'the .env reader: node (npm dotenv), python (python-dotenv) or both (default: what both read alike)',
+  },
+} as const;
+
+function dialectOf(values: Parameters<typeof str>[0], command: string): DotenvDialect | undefined {
+  const dialect = str(values, 'dialect');
+  if (dialect === undefined || dialect === 'both' || dialect === 'node' || dialect === 'python')
+    return dialect;
+  throw new UsageError('--dialect must be node, python or both', command);
+}
+
 const importCommand: Command = {
   name: 'secrets import',
   summary: 'import secrets from a .env or JSON file, all or nothing',
   args: 'FILE',
   positionals: [1, 1],
   description:
-    'FILE is a .env file (KEY=value lines; quotes, escapes, `export` and comments understood; ${VAR} is NOT expanded) or a JSON object of strings; `-` reads standard input. Existing secrets of the same names get a new version. One request: a malformed line or an invalid name writes nothing.',
+    'FILE is a .env file (KEY=value lines; quotes, escapes, `export` and comments understood; ${VAR} is NOT expanded) or a JSON object of strings; `-` reads standard input. A .env value that npm dotenv and python-dotenv read differently is refused with its line number, unless --dialect names the reader the file was written for. Existing secrets of the same names get a new version. One request: a malformed line or an invalid name writes nothing.',
   options: {
     ...SCOPE,
     format: {
@@ -206,6 +223,7 @@ const importCommand: Command = {
       value: 'FORMAT',
       description: 'dotenv or json (default: from the file name)',
     },
+    ...DIALECT_OPTION,
   },
   async run({ values, positionals }) {
     const file = positionals[0]!;
@@ -213,6 +231,9 @@ const importCommand: Command = {
       str(values, 'format') ?? (file.toLowerCase().endsWith('.json') ? 'json' : 'dotenv');
     if (!(IMPORT_FORMATS as readonly string[]).includes(format))
       throw new UsageError('--format must be dotenv or json', 'secrets import');
+    const dialect = dialectOf(values, 'secrets import');
+    if (dialect !== undefined && format !== 'dotenv')
+      throw new UsageError('--dialect applies to .env files only', 'secrets import');
     let text: string;
     try {
       text = file === '-' ? await readStdin() : readFileSync(file, 'utf8');
@@ -222,13 +243,17 @@ const importCommand: Command = {
         `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
       );
     }
+    // Read here as the named reader does; the values travel on as JSON, which is exact.
+    const read = dialect
+      ? formatJson(parseDotenv(text, { dialect }).map((e) => [e.name, e.value] as const))
+      : text;
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     const result = await importSecrets(
       secretScope(access),
       access.env,
-      text,
-      format as (typeof IMPORT_FORMATS)[number],
+      read,
+      dialect ? 'json' : (format as (typeof IMPORT_FORMATS)[number]),
     );
     if (ctx.json) return printJson(result);
     note(
@@ -241,7 +266,7 @@ const exportCommand: Command = {
   name: 'secrets export',
   summary: 'print every secret of an environment, decrypted, as dotenv, JSON, YAML or shell',
   description:
-    'Writes to standard output only: redirecting it to a file puts plaintext on disk, which `coffer run` avoids.',
+    'Writes to standard output only: redirecting it to a file puts plaintext on disk, which `coffer run` avoids. dotenv quotes each value so that npm dotenv and python-dotenv both read it back exactly; a value no quoting serves (e.g. ${VAR}, which python-dotenv expands) fails the export, naming the secret, unless --dialect names the one reader that loads the file.',
   options: {
     ...SCOPE,
     format: {
@@ -250,19 +275,35 @@ const exportCommand: Command = {
       value: 'FORMAT',
       description: 'dotenv (default), json, yaml or shell',
     },
+    ...DIALECT_OPTION,
   },
   async run({ values }) {
     const format = str(values, 'format') ?? 'dotenv';
     if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
       throw new UsageError('--format must be dotenv, json, yaml or shell', 'secrets export');
     }
+    const dialect = dialectOf(values, 'secrets export');
+    if (dialect !== undefined && format !== 'dotenv')
+      throw new UsageError('--dialect applies to --format dotenv only', 'secrets export');
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
-    const text = await exportSecrets(
-      secretScope(access),
-      access.env,
-      format as (typeof EXPORT_FORMATS)[number],
-    );
+    let text: string;
+    try {
+      text = await exportSecrets(
+        secretScope(access),
+        access.env,
+        format as (typeof EXPORT_FORMATS)[number],
+        dialect ? { dialect } : {},
+      );
+    } catch (err) {
+      if (!(err instanceof UnwritableValueError)) throw err;
+      // Nothing was printed: a partial file would silently lack the secret.
+      const instead =
+        format === 'dotenv'
+          ? `use --format json or --format shell${dialect && dialect !== 'both' ? '' : ', or --dialect node|python if only that reader loads the file'}`
+          : 'use --format json or --format yaml';
+      throw new CliError('unwritable_value', `${err.message}; ${instead}`);
+    }
     process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
   },
 };

@@ -4,6 +4,7 @@ import {
   formatJson,
   formatShell,
   formatYaml,
+  type DotenvOptions,
   parseDotenv,
   parseJsonSecrets,
 } from '../dotenv.js';
@@ -396,16 +397,22 @@ export async function importSecrets(
   };
 }
 
-/** Every secret of the environment, decrypted and serialized (`.env`, JSON, YAML or shell `export` lines). */
+/**
+ * Every secret of the environment, decrypted and serialized (`.env`, JSON, YAML
+ * or shell `export` lines). `.env` is written for `options.dialect` (default:
+ * npm dotenv and python-dotenv both); a value it cannot carry exactly throws an
+ * `UnwritableValueError` naming the secret.
+ */
 export async function exportSecrets(
   scope: SecretScope,
   env: string,
   format: ExportFormat,
+  options: DotenvOptions = {},
 ): Promise<string> {
   const secrets = await listSecrets(scope, env);
   switch (format) {
     case 'dotenv':
-      return formatDotenv(secrets);
+      return formatDotenv(secrets, options);
     case 'json':
       return formatJson(secrets);
     case 'yaml':
