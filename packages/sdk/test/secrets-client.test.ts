@@ -170,9 +170,11 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(again, { created: [], updated: ['API_URL'] });
       const current = { ...expected, API_URL: 'https://v2' };
 
-      const asEnv = await exportSecrets(adminScope, 'production', 'dotenv');
+      // python-dotenv would expand ${NOT_EXPANDED}: the file is written for npm dotenv's reading.
+      await assert.rejects(exportSecrets(adminScope, 'production', 'dotenv'), /LITERAL/);
+      const asEnv = await exportSecrets(adminScope, 'production', 'dotenv', { dialect: 'node' });
       assert.deepEqual(
-        Object.fromEntries(parseDotenv(asEnv).map((e) => [e.name, e.value])),
+        Object.fromEntries(parseDotenv(asEnv, { dialect: 'node' }).map((e) => [e.name, e.value])),
         current,
       );
       const asJson = await exportSecrets(adminScope, 'production', 'json');
