@@ -35,3 +35,4 @@ export * from './projects.js';
 export * from './members.js';
 export * from './environments.js';
 export * from './secrets.js';
+export * from './audit.js';
