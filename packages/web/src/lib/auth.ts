@@ -1,6 +1,7 @@
 import {
   isCofferApiError,
   logIn,
+  recoverAccount,
   logOut,
   me,
   signUp,
@@ -83,6 +84,14 @@ export const auth = {
   /** After the recovery key was confirmed stored. */
   enter(user: User): void {
     set({ status: 'signed-in', user });
+  },
+
+  /** Sets a new password with the recovery key, then signs in with it. */
+  async recover(input: { email: string; recoveryKey: string; newPassword: string }): Promise<void> {
+    await nextPaint();
+    const session = await recoverAccount(client, input);
+    keyring.unlock(session.keys);
+    set({ status: 'signed-in', user: session.user });
   },
 
   async unlock(password: string): Promise<void> {

@@ -1,6 +1,8 @@
 import { type Project } from '@coffer/sdk';
 import { NavLink, Outlet, useOutletContext, useParams } from 'react-router';
-import { useProject } from '../lib/queries';
+import { useState } from 'react';
+import { useProject, useVaultStatus } from '../lib/queries';
+import { RekeyDialog } from './Rekey';
 import { ErrorNote } from '../ui/ErrorNote';
 
 export function useProjectContext(): Project {
@@ -30,9 +32,36 @@ export function ProjectLayout() {
             Secrets
           </NavLink>
           <NavLink to={`/projects/${p.id}/environments`}>Environments</NavLink>
+          <NavLink to={`/projects/${p.id}/members`}>Members</NavLink>
+          {p.role === 'admin' ? <NavLink to={`/projects/${p.id}/access`}>Access</NavLink> : null}
+          {p.role !== 'viewer' ? <NavLink to={`/projects/${p.id}/tokens`}>Tokens</NavLink> : null}
+          {p.role === 'admin' ? <NavLink to={`/projects/${p.id}/audit`}>Audit</NavLink> : null}
+          {p.role === 'admin' ? (
+            <NavLink to={`/projects/${p.id}/settings`}>Settings</NavLink>
+          ) : null}
         </nav>
       </div>
+      {p.role === 'admin' ? <RekeyBanner projectId={p.id} /> : null}
       <Outlet context={p} />
+    </div>
+  );
+}
+
+/** Until the vault is re-keyed after someone with access left, admins see this on every page of the project. */
+function RekeyBanner({ projectId }: { projectId: string }) {
+  const vault = useVaultStatus(projectId);
+  const [open, setOpen] = useState(false);
+  if (!vault.data?.rekey_recommended) return null;
+  return (
+    <div className="notice banner" role="status">
+      <span>
+        <strong>Re-key recommended.</strong> Someone who could read this project's secrets left; a
+        re-key makes the keys they may have copied useless for the future and the history.
+      </span>
+      <button type="button" className="primary" onClick={() => setOpen(true)}>
+        Re-key now
+      </button>
+      {open ? <RekeyDialog projectId={projectId} onClose={() => setOpen(false)} /> : null}
     </div>
   );
 }

@@ -69,7 +69,7 @@ export function AppShell() {
               </span>
             ) : null}
           </NavLink>
-          <NavLink to="/settings">Settings</NavLink>
+          <NavLink to="/account">Account</NavLink>
         </nav>
         <div className="topbar-user">
           <span className="muted small" title={user?.email}>

@@ -71,7 +71,8 @@ export function SignInPage() {
           your secrets.
         </p>
         <p className="small">
-          New to Coffer? <Link to="/signup">Create an account</Link>
+          New to Coffer? <Link to="/signup">Create an account</Link> ·{' '}
+          <Link to="/recover">Forgot your password?</Link>
         </p>
       </form>
     </div>

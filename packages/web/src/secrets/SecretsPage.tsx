@@ -449,7 +449,8 @@ function AwaitingGrant() {
       </p>
       {keys ? <p className="mono">{fingerprint(keys.encryption, keys.signing)}</p> : null}
       <p className="small">
-        Also shown under <Link to="/settings">Settings</Link> and by <code>coffer whoami</code>.
+        Also shown on your <Link to="/account">Account</Link> page and by <code>coffer whoami</code>
+        .
       </p>
     </div>
   );

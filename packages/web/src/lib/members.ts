@@ -1,0 +1,30 @@
+import { listMembers, type MemberListItem } from '@coffer/sdk';
+import { useQuery } from '@tanstack/react-query';
+import { client } from './client';
+
+export const membersKey = (projectId: string) => ['members', projectId] as const;
+
+/** Every member of the project by user id, to show names where the API gives ids (audit, tokens). */
+export function useMemberDirectory(projectId: string) {
+  return useQuery({
+    queryKey: [...membersKey(projectId), 'directory'],
+    queryFn: async () => {
+      const byUser = new Map<string, MemberListItem>();
+      for (let page = 1; ; page++) {
+        const res = await listMembers(client, projectId, { page, per_page: 100 });
+        for (const member of res.data) byUser.set(member.user.id, member);
+        if (page >= res.pagination.total_pages) return byUser;
+      }
+    },
+  });
+}
+
+/** "Ada Lovelace (ada@example.com)", or the id when the user is no longer a member. */
+export function describeUser(
+  directory: Map<string, MemberListItem> | undefined,
+  userId: string | null,
+): string {
+  if (!userId) return '—';
+  const member = directory?.get(userId);
+  return member ? `${member.user.name} (${member.user.email})` : userId;
+}

@@ -1,0 +1,189 @@
+import { grantMember, type PendingGrant } from '@coffer/sdk';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useId, useState } from 'react';
+import { keyring } from '../lib/keyring';
+import { useVaultStatus, vaultKey } from '../lib/queries';
+import { Dialog } from '../ui/Dialog';
+import { ErrorNote } from '../ui/ErrorNote';
+import { useProjectContext } from './ProjectLayout';
+import { RekeyDialog } from './Rekey';
+
+const normalize = (fingerprint: string) => fingerprint.replace(/\s+/g, '').toUpperCase();
+
+/** Vault access (admins): its epoch, the re-key, and members waiting for the project key. */
+export function AccessPage() {
+  const project = useProjectContext();
+  const vault = useVaultStatus(project.id);
+  const [granting, setGranting] = useState<PendingGrant | null>(null);
+  const [rekeying, setRekeying] = useState(false);
+
+  if (vault.isPending) return <p className="muted">Loading the vault…</p>;
+  if (vault.isError) return <ErrorNote error={vault.error} onRetry={() => void vault.refetch()} />;
+  const status = vault.data;
+  const pending = status.pending_grants ?? [];
+
+  return (
+    <section className="page stack">
+      <h2>Vault access</h2>
+      <div className="card stack">
+        <p>
+          Key epoch <strong>{status.epoch}</strong>
+          {status.rekey_recommended ? (
+            <span className="warning-text">
+              {' '}
+              · re-key recommended: someone who could read secrets left
+            </span>
+          ) : (
+            <span className="muted"> · no re-key needed</span>
+          )}
+        </p>
+        <div>
+          <button
+            type="button"
+            className={status.rekey_recommended ? 'primary' : ''}
+            onClick={() => setRekeying(true)}
+          >
+            Re-key now
+          </button>
+        </div>
+      </div>
+      <h3>Waiting for the project key</h3>
+      {pending.length === 0 ? (
+        <p className="muted">
+          Nobody is waiting. Admins and developers who accepted an invitation appear here until you
+          grant them the key.
+        </p>
+      ) : (
+        <div className="table-scroll">
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Member</th>
+                <th scope="col">Role</th>
+                <th scope="col">Key fingerprint</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {pending.map((member) => (
+                <tr key={member.user_id}>
+                  <td>
+                    <div>{member.name}</div>
+                    <div className="muted small">{member.email}</div>
+                  </td>
+                  <td>{member.role}</td>
+                  <td className="mono fingerprint">{member.fingerprint}</td>
+                  <td className="row-actions">
+                    <button
+                      type="button"
+                      className="primary"
+                      onClick={() => setGranting(member)}
+                      aria-label={`Grant the key to ${member.email}`}
+                    >
+                      Grant…
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {granting ? (
+        <GrantDialog projectId={project.id} member={granting} onClose={() => setGranting(null)} />
+      ) : null}
+      {rekeying ? <RekeyDialog projectId={project.id} onClose={() => setRekeying(false)} /> : null}
+    </section>
+  );
+}
+
+/**
+ * Granting seals the project key to the member's public key. The server could
+ * show a key of its own instead, so the admin compares the fingerprint with the
+ * member (their account page, or `coffer whoami`) before anything is sealed.
+ */
+function GrantDialog({
+  projectId,
+  member,
+  onClose,
+}: {
+  projectId: string;
+  member: PendingGrant;
+  onClose: () => void;
+}) {
+  const queryClient = useQueryClient();
+  const [told, setTold] = useState('');
+  const [confirmed, setConfirmed] = useState(false);
+  const toldId = useId();
+  const mismatch = told.trim() !== '' && normalize(told) !== normalize(member.fingerprint);
+  const grant = useMutation({
+    mutationFn: async () =>
+      grantMember(await keyring.vault(projectId), member.user_id, {
+        // What the admin compared: the member's own words if given, else what was on screen.
+        expectedFingerprint: told.trim() || member.fingerprint,
+      }),
+    onSuccess: async () => {
+      await queryClient.invalidateQueries({ queryKey: vaultKey(projectId) });
+      onClose();
+    },
+  });
+  const canGrant = !mismatch && (confirmed || told.trim() !== '');
+
+  return (
+    <Dialog title={`Grant the project key to ${member.name}`} onClose={onClose}>
+      <form
+        className="stack"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (canGrant) grant.mutate();
+        }}
+      >
+        <p>
+          Ask {member.name} for the key fingerprint shown on their <strong>Account</strong> page in
+          the dashboard (or by <code>coffer whoami</code>), through a channel you trust — in person,
+          a call, your team chat — and compare it with this one:
+        </p>
+        <p className="mono fingerprint-big" aria-label={`Fingerprint of ${member.email}`}>
+          {member.fingerprint}
+        </p>
+        <div className="field">
+          <label htmlFor={toldId}>Fingerprint as told by {member.name} (optional)</label>
+          <input
+            id={toldId}
+            className="mono"
+            value={told}
+            autoComplete="off"
+            spellCheck={false}
+            onChange={(e) => setTold(e.target.value)}
+            aria-invalid={mismatch || undefined}
+            aria-describedby={`${toldId}-hint`}
+          />
+          <div id={`${toldId}-hint`} className={mismatch ? 'field-error' : 'hint'}>
+            {mismatch
+              ? 'This is not the fingerprint the server shows for this member. Do not grant: the key may not be theirs.'
+              : 'If you paste it, the key is granted only if it matches.'}
+          </div>
+        </div>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={confirmed}
+            onChange={(e) => setConfirmed(e.target.checked)}
+          />
+          {member.name} confirmed this fingerprint to me
+        </label>
+        <ErrorNote error={grant.error} />
+        <div className="actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="primary" disabled={!canGrant || grant.isPending}>
+            {grant.isPending ? 'Granting…' : 'Grant the key'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,328 @@
+import {
+  inviteMember,
+  listMembers,
+  removeMember,
+  updateMemberRole,
+  type MemberListItem,
+  type MemberQuery,
+  type Role,
+} from '@coffer/sdk';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useAuth } from '../lib/auth';
+import { client } from '../lib/client';
+import { toProblem } from '../lib/errors';
+import { ago, formatDate } from '../lib/format';
+import { membersKey } from '../lib/members';
+import { vaultKey } from '../lib/queries';
+import { ConfirmDialog } from '../ui/Dialog';
+import { ErrorNote } from '../ui/ErrorNote';
+import { Field } from '../ui/Field';
+import { Pagination } from '../ui/Pagination';
+import { useProjectContext } from './ProjectLayout';
+import { RekeyDialog } from './Rekey';
+
+const ROLES: Role[] = ['admin', 'developer', 'viewer'];
+const SORTS: [NonNullable<MemberQuery['sort']>, string][] = [
+  ['created_at', 'Added'],
+  ['joined_at', 'Joined'],
+  ['invited_at', 'Invited'],
+  ['name', 'Name'],
+  ['email', 'E-mail'],
+  ['role', 'Role'],
+  ['status', 'Status'],
+];
+
+export function MembersPage() {
+  const project = useProjectContext();
+  const isAdmin = project.role === 'admin';
+  const queryClient = useQueryClient();
+  const state = useAuth();
+  const me = state.status === 'signed-in' ? state.user.id : null;
+  const [query, setQuery] = useState<MemberQuery>({
+    page: 1,
+    per_page: 20,
+    sort: 'created_at',
+    order: 'desc',
+  });
+  const members = useQuery({
+    queryKey: [...membersKey(project.id), query],
+    queryFn: () => listMembers(client, project.id, query),
+    placeholderData: keepPreviousData,
+  });
+  const [removing, setRemoving] = useState<MemberListItem | null>(null);
+  const [rekeyAfter, setRekeyAfter] = useState<string | null>(null);
+  const [rowError, setRowError] = useState<{ id: string; error: unknown } | null>(null);
+
+  const refresh = async () => {
+    await queryClient.invalidateQueries({ queryKey: membersKey(project.id) });
+    await queryClient.invalidateQueries({ queryKey: vaultKey(project.id) });
+  };
+  const changeRole = useMutation({
+    mutationFn: (input: { member: MemberListItem; role: Role }) =>
+      updateMemberRole(client, project.id, input.member.id, input.role),
+    onMutate: () => setRowError(null),
+    onError: (error, input) => setRowError({ id: input.member.id, error }),
+    onSuccess: refresh,
+  });
+  const remove = useMutation({
+    mutationFn: (member: MemberListItem) => removeMember(client, project.id, member.id),
+    onSuccess: async (_, member) => {
+      setRemoving(null);
+      await refresh();
+      // Someone who could read secrets may have kept the key: offer the re-key.
+      if (member.status === 'active' && member.role !== 'viewer') {
+        setRekeyAfter(`${member.user.name} could read this project's secrets.`);
+      }
+    },
+  });
+  const set = (changes: Partial<MemberQuery>) => setQuery((q) => ({ ...q, page: 1, ...changes }));
+
+  return (
+    <section className="page stack">
+      <div className="page-header">
+        <h2>Members</h2>
+      </div>
+      {isAdmin ? <InviteForm projectId={project.id} onInvited={refresh} /> : null}
+      <div className="filters">
+        <label>
+          Role{' '}
+          <select
+            value={query.role ?? ''}
+            onChange={(e) => set({ role: (e.target.value || undefined) as Role | undefined })}
+          >
+            <option value="">Any</option>
+            {ROLES.map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Status{' '}
+          <select
+            value={query.status ?? ''}
+            onChange={(e) =>
+              set({ status: (e.target.value || undefined) as MemberQuery['status'] })
+            }
+          >
+            <option value="">Any</option>
+            <option value="active">active</option>
+            <option value="pending">pending</option>
+            <option value="revoked">revoked</option>
+          </select>
+        </label>
+        <label>
+          Sort by{' '}
+          <select
+            value={query.sort}
+            onChange={(e) => set({ sort: e.target.value as MemberQuery['sort'] })}
+          >
+            {SORTS.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Order{' '}
+          <select
+            value={query.order}
+            onChange={(e) => set({ order: e.target.value as 'asc' | 'desc' })}
+          >
+            <option value="desc">Newest / Z–A first</option>
+            <option value="asc">Oldest / A–Z first</option>
+          </select>
+        </label>
+      </div>
+      {members.isPending ? (
+        <p className="muted">Loading members…</p>
+      ) : members.isError ? (
+        <ErrorNote error={members.error} onRetry={() => void members.refetch()} />
+      ) : (
+        <>
+          <div className="table-scroll">
+            <table className="table" aria-busy={members.isFetching}>
+              <thead>
+                <tr>
+                  <th scope="col">Member</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Since</th>
+                  {isAdmin ? (
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  ) : null}
+                </tr>
+              </thead>
+              <tbody>
+                {members.data.data.map((member) => {
+                  const since = member.joined_at ?? member.invited_at;
+                  return (
+                    <tr key={member.id}>
+                      <td>
+                        <div>
+                          {member.user.name}
+                          {member.user.id === me ? (
+                            <span className="muted small"> (you)</span>
+                          ) : null}
+                        </div>
+                        <div className="muted small">{member.user.email}</div>
+                      </td>
+                      <td>
+                        {isAdmin && member.status !== 'revoked' ? (
+                          <select
+                            aria-label={`Role of ${member.user.email}`}
+                            value={member.role}
+                            disabled={changeRole.isPending}
+                            onChange={(e) =>
+                              changeRole.mutate({ member, role: e.target.value as Role })
+                            }
+                          >
+                            {ROLES.map((r) => (
+                              <option key={r} value={r}>
+                                {r}
+                              </option>
+                            ))}
+                          </select>
+                        ) : (
+                          member.role
+                        )}
+                        {rowError?.id === member.id ? (
+                          <div className="field-error" role="alert">
+                            {toProblem(rowError.error).message}
+                          </div>
+                        ) : null}
+                      </td>
+                      <td>
+                        <span className={`status status-${member.status}`}>{member.status}</span>
+                      </td>
+                      <td title={since ? formatDate(since) : undefined}>
+                        {since ? `${member.joined_at ? 'joined' : 'invited'} ${ago(since)}` : '—'}
+                      </td>
+                      {isAdmin ? (
+                        <td className="row-actions">
+                          <button
+                            type="button"
+                            className="danger"
+                            onClick={() => {
+                              remove.reset();
+                              setRemoving(member);
+                            }}
+                            aria-label={`Remove ${member.user.email}`}
+                          >
+                            {member.status === 'pending' ? 'Withdraw' : 'Remove'}
+                          </button>
+                        </td>
+                      ) : null}
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+          {members.data.data.length === 0 ? (
+            <p className="muted">No member matches these filters.</p>
+          ) : null}
+          <Pagination
+            info={members.data.pagination}
+            label="members"
+            onPage={(page) => setQuery((q) => ({ ...q, page }))}
+          />
+        </>
+      )}
+      {removing ? (
+        <ConfirmDialog
+          title={
+            removing.status === 'pending'
+              ? `Withdraw the invitation of ${removing.user.email}?`
+              : `Remove ${removing.user.name}?`
+          }
+          confirmLabel={removing.status === 'pending' ? 'Withdraw invitation' : 'Remove member'}
+          busy={remove.isPending}
+          error={<ErrorNote error={remove.error} />}
+          onConfirm={() => remove.mutate(removing)}
+          onClose={() => setRemoving(null)}
+        >
+          {removing.status === 'pending' ? (
+            <p>The invitation link stops working; you can invite the address again later.</p>
+          ) : (
+            <p>
+              {removing.user.name} ({removing.user.email}) loses access to {project.name} at once.
+              {removing.role !== 'viewer'
+                ? ' They could read its secrets: re-key the vault afterwards so a copied key opens nothing new.'
+                : ''}
+            </p>
+          )}
+        </ConfirmDialog>
+      ) : null}
+      {rekeyAfter ? (
+        <RekeyDialog
+          projectId={project.id}
+          reason={rekeyAfter}
+          onClose={() => setRekeyAfter(null)}
+        />
+      ) : null}
+    </section>
+  );
+}
+
+function InviteForm({
+  projectId,
+  onInvited,
+}: {
+  projectId: string;
+  onInvited: () => Promise<void>;
+}) {
+  const invite = useMutation({
+    mutationFn: (input: { email: string; role: Role }) => inviteMember(client, projectId, input),
+    onSuccess: onInvited,
+  });
+  const problem = invite.error ? toProblem(invite.error) : null;
+  const [role, setRole] = useState<Role>('developer');
+
+  function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const email = String(new FormData(form).get('email')).trim();
+    invite.mutate({ email, role }, { onSuccess: () => form.reset() });
+  }
+
+  return (
+    <form className="invite-form card" onSubmit={submit} aria-label="Invite a member">
+      <Field
+        label="Invite by e-mail"
+        name="email"
+        type="email"
+        required
+        autoComplete="off"
+        error={
+          problem?.fields.email ??
+          (problem && Object.keys(problem.fields).length === 0 ? problem.message : undefined)
+        }
+      />
+      <div className="field">
+        <label htmlFor="invite-role">Role</label>
+        <select id="invite-role" value={role} onChange={(e) => setRole(e.target.value as Role)}>
+          {ROLES.map((r) => (
+            <option key={r} value={r}>
+              {r}
+            </option>
+          ))}
+        </select>
+      </div>
+      <button type="submit" className="primary" disabled={invite.isPending}>
+        {invite.isPending ? 'Inviting…' : 'Invite'}
+      </button>
+      {invite.isSuccess ? (
+        <p role="status" className="small">
+          Invited {invite.data.user.email}. They get an e-mail with a link; once they accept, grant
+          them the project key under Access.
+        </p>
+      ) : null}
+    </form>
+  );
+}
