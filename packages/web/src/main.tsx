@@ -22,7 +22,7 @@ const queryClient = new QueryClient({
       // Each request spends the session's rate-limit budget (100 a minute):
       // refetch on navigation and after writes, not on every focus.
       refetchOnWindowFocus: false,
-      staleTime: 30_000,
+      staleTime: 5_000,
       retry: (count, error) => toProblem(error).network && count < 2,
     },
   },

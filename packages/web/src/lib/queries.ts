@@ -51,5 +51,10 @@ export const useEnvironments = (projectId: string) =>
     },
   });
 
+/** Fetched again whenever a page needs it: grants and pending members change by others' hands. */
 export const useVaultStatus = (projectId: string) =>
-  useQuery({ queryKey: vaultKey(projectId), queryFn: () => getVault(client, projectId) });
+  useQuery({
+    queryKey: vaultKey(projectId),
+    queryFn: () => getVault(client, projectId),
+    staleTime: 0,
+  });
