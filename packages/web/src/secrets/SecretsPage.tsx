@@ -14,7 +14,7 @@ import { activeCell, cellId, editingCell, focusCell } from './grid-state';
 import { HistoryDialog } from './HistoryDialog';
 import { ReviewDialog } from './ReviewDialog';
 import { ShortcutsDialog } from './ShortcutsDialog';
-import { revealed, staged, useStagedSummary } from './store';
+import { revealed, staged, useNewStagedNames, useStagedSummary } from './store';
 import { EyeIcon } from '../ui/icons';
 import { keyring } from '../lib/keyring';
 import { fingerprint } from '@coffer/sdk';
@@ -52,15 +52,18 @@ export function SecretsPage() {
   const loading = environments.isPending || vault.isPending || secrets.some((s) => s.isPending);
   const failed = environments.error ?? vault.error ?? secrets.find((s) => s.error)?.error;
 
-  const stagedRevision = useStagedSummary();
+  const known = useCallback(
+    (name: string) => [...byEnvironment.values()].some((map) => map.has(name)),
+    [byEnvironment],
+  );
+  // Names added only in the staging area appear as rows too.
+  const newNames = useNewStagedNames(known);
   const names = useMemo(() => {
-    const all = new Set<string>();
+    const all = new Set<string>(newNames ? newNames.split('\n') : []);
     for (const map of byEnvironment.values()) for (const name of map.keys()) all.add(name);
-    for (const [, name, change] of staged.all()) if (change.kind === 'set') all.add(name);
     const needle = filter.trim().toLowerCase();
     return [...all].filter((n) => n.toLowerCase().includes(needle)).sort();
-    // Names added only in the staging area appear as rows too.
-  }, [byEnvironment, filter, stagedRevision.changes]);
+  }, [byEnvironment, filter, newNames]);
 
   const missing = useMemo(() => {
     const all = new Set<string>();

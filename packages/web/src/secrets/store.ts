@@ -79,3 +79,22 @@ export function useStagedSummary(): { changes: number; environments: number } {
   const all = staged.all();
   return { changes: all.length, environments: new Set(all.map(([e]) => e)).size };
 }
+
+/**
+ * Names staged for a set that `known` does not have yet (new rows), joined by
+ * newlines: the grid re-renders when a new name is staged, not on every edit.
+ */
+export function useNewStagedNames(known: (name: string) => boolean): string {
+  return useSyncExternalStore(staged.subscribe, () =>
+    [
+      ...new Set(
+        staged
+          .all()
+          .filter(([, name, change]) => change.kind === 'set' && !known(name))
+          .map(([, name]) => name),
+      ),
+    ]
+      .sort()
+      .join('\n'),
+  );
+}
