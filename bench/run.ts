@@ -22,6 +22,7 @@ import { judge, renderTables, targets, type LoadRow, type Row } from './lib/repo
 import { createFixture, type Fixture } from './scenarios/fixture.js';
 import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
 import { CLIENT_SCENARIOS } from './scenarios/client.js';
+import { DASHBOARD_IDS, dashboardMissing, measureDashboard } from './scenarios/dashboard.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const options = parseOptions(process.argv.slice(2), process.env);
@@ -343,10 +344,54 @@ async function runPlainHttp(): Promise<void> {
   }
 }
 
+/**
+ * The web dashboard in headless Chromium, on a SQLite server of its own (the
+ * figures are the browser's; the backend only answers a few dozen requests).
+ */
+async function runDashboard(): Promise<void> {
+  say('\nDashboard (headless Chromium, SQLite):');
+  const missing = dashboardMissing(root);
+  if (missing) {
+    say(`  dashboard: skipped (${missing})`);
+    return;
+  }
+  const backend = await prepareBackend('sqlite', join(workDir, 'dashboard'), process.env);
+  backends.add(backend);
+  let server: ServerProcess | null = null;
+  try {
+    server = await startCoffer({ root, backend, tls, logLevel: options.logLevel });
+    await measureDashboard({
+      baseUrl: server.url,
+      caFile: tls.certFile,
+      root,
+      options,
+      selected,
+      say,
+      report: (text) => profiles.push(text),
+      push: (row) => push(judge({ ...row, backend: 'sqlite, chromium' }, null)),
+    });
+  } finally {
+    await server?.stop();
+    await backend.dispose();
+    backends.delete(backend);
+  }
+}
+
+/** Rows of a backend's run (the dashboard's come from a run of their own). */
+const BACKEND_IDS = [
+  ...HTTP_SCENARIOS.map((s) => s.id),
+  ...CLIENT_SCENARIOS.map((s) => s.id),
+  'rss-fresh',
+  'rss-idle',
+  'rss-load',
+  'rss-peak',
+];
+
 let exitCode = 0;
 try {
-  for (const backend of options.backends) await runBackend(backend);
+  if (BACKEND_IDS.some(selected)) for (const backend of options.backends) await runBackend(backend);
   if (!options.quick && PLAIN_HTTP_SCENARIOS.some((s) => selected(s.id))) await runPlainHttp();
+  if (DASHBOARD_IDS.some(selected)) await runDashboard();
 } catch (err) {
   exitCode = 1;
   console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
@@ -356,7 +401,11 @@ try {
 
 const finishedAt = new Date();
 say(`\n${renderTables(rows)}`);
-if (profiles.length) say(`\n${profiles.join('\n\n')}\n\n(.cpuprofile files kept in ${resultsDir})`);
+if (profiles.length)
+  say(
+    `\n${profiles.join('\n\n')}` +
+      (options.profile ? `\n\n(.cpuprofile files kept in ${resultsDir})` : ''),
+  );
 const disturbed = rows.filter((r) => r.kind === 'load' && r.cpu.others > 0.2);
 if (disturbed.length)
   say(

@@ -37,11 +37,13 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB' | 'tx/s';
+  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
   pass: boolean | null;
+  /** What the value was made of (every run, every file), in the JSON report only. */
+  breakdown?: Record<string, unknown>;
 }
 
 export type Row = LoadRow | ValueRow;
@@ -54,7 +56,7 @@ const fmtNum = (n: number, unit: string) =>
       : n < 100
         ? n.toFixed(1)
         : fmtInt(n)
-    : unit === 'MB'
+    : unit === 'MB' || unit === 'KB'
       ? n.toFixed(1)
       : unit === 'tx/s'
         ? fmtInt(n)
@@ -84,6 +86,18 @@ export const targets = {
   run: {
     text: '≤ 250 ms median',
     check: (row) => row.kind === 'value' && row.value <= 250,
+  },
+  dashboardFirstLoad: {
+    text: '≤ 350 KB gzip, incl. libsodium',
+    check: (row) => row.kind === 'value' && row.value <= 350,
+  },
+  dashboardUnlock: {
+    text: '≤ 1,500 ms (default KDF)',
+    check: (row) => row.kind === 'value' && row.value <= 1500,
+  },
+  dashboardUnlockRest: {
+    text: '≤ 300 ms',
+    check: (row) => row.kind === 'value' && row.value <= 300,
   },
   rssIdle: {
     text: '≤ 120 MB',
