@@ -6,8 +6,10 @@ export default defineConfig({
   root: new URL('.', import.meta.url).pathname,
   base: '/',
   mode: 'production',
-  // Production React whatever NODE_ENV the build runs under (the tests set `test`).
+  // Production React and JSX whatever NODE_ENV the build runs under (the tests set `test`,
+  // which would otherwise select React's development build and the jsxDEV transform).
   define: { 'process.env.NODE_ENV': JSON.stringify('production') },
+  oxc: { jsx: { runtime: 'automatic', development: false } },
   // The SDK is bundled from its source, as the tests use it (its package's
   // `development` condition); other packages resolve to their production builds.
   resolve: {
