@@ -32,6 +32,17 @@ export function UnlockScreen({ user }: { user: User }) {
           Signed in as <strong>{user.email}</strong>. Your keys are not kept after a reload or after
           a period without activity; enter your password to decrypt again.
         </p>
+        {/* For password managers: which account this password belongs to. */}
+        <input
+          type="text"
+          name="username"
+          autoComplete="username"
+          value={user.email}
+          readOnly
+          tabIndex={-1}
+          aria-hidden="true"
+          className="visually-hidden"
+        />
         <Field
           label="Password"
           name="password"
