@@ -16,6 +16,7 @@ export interface Database {
   api_keys: ApiKeyTable;
   ci_tokens: CiTokenTable;
   audit_events: AuditEventTable;
+  audit_chain_heads: AuditChainHeadTable;
   outbox: OutboxTable;
   server_settings: ServerSettingTable;
 }
@@ -177,6 +178,21 @@ export interface AuditEventTable {
   /** JSON object with before/after values; never secret values. */
   data: string;
   created_at: string;
+  /** Position in its project's hash chain (1, 2, …); see `domains/audit/chain.ts`. */
+  chain_seq: number | null;
+  /** The hash of the chain's previous event (64 zeros for the first). */
+  prev_hash: string | null;
+  /** SHA-256 (hex) of this event's canonical encoding, `prev_hash` included. */
+  hash: string | null;
+}
+
+/** The last link of each audit chain: a project's id, or '' for events without a project. */
+export interface AuditChainHeadTable {
+  chain: string;
+  /** Events in the chain (the last one's `chain_seq`). */
+  seq: number;
+  /** The last event's hash. */
+  hash: string;
 }
 
 export interface OutboxTable {

@@ -2,12 +2,14 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as initial from './2026-11-22-001-initial.js';
 import * as serverSettings from './2026-11-22-002-server-settings.js';
 import * as tokenSigningKeys from './2026-11-22-004-token-signing-keys.js';
+import * as auditChain from './2026-12-01-005-audit-chain.js';
 
 /** Every migration, in order. Add new ones at the end; never edit a shipped one. */
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-001-initial': initial,
   '2026-11-22-002-server-settings': serverSettings,
   '2026-11-22-004-token-signing-keys': tokenSigningKeys,
+  '2026-12-01-005-audit-chain': auditChain,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -3,6 +3,7 @@ import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { newId } from '../../ids.js';
 import type { Principal } from '../../http/principal.js';
+import { chainAuditRows, storeChainHeads } from './chain.js';
 
 /** Who did something, from where: captured from the request, passed to services. */
 export interface Actor {
@@ -65,25 +66,34 @@ export async function recordAudit(
   entry: AuditEntry,
   at: Date,
 ): Promise<void> {
-  await db
-    .insertInto('audit_events')
-    .values(auditRow(actor, entry, at))
-    .execute();
+  await insertAuditRows(db, [auditRow(actor, entry, at)]);
 }
 
-/** Rows per INSERT: 12 columns each stays far below every driver's parameter limit. */
+/** Rows per INSERT: 15 columns each stays far below every driver's parameter limit. */
 const ROWS_PER_INSERT = 200;
 
+/**
+ * Appends events to their projects' hash chains (see `chain.ts`): in the
+ * caller's transaction, or in one of their own when `db` is not one (the
+ * positions reserved and the events must commit together).
+ */
 export async function insertAuditRows(
   db: Kysely<Database>,
   rows: readonly Insertable<AuditEventTable>[],
 ): Promise<void> {
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+  if (rows.length === 0) return;
+  if (!db.isTransaction) {
+    await db.transaction().execute((trx) => insertAuditRows(trx, rows));
+    return;
+  }
+  const chained = await chainAuditRows(db, rows);
+  for (let i = 0; i < chained.rows.length; i += ROWS_PER_INSERT) {
     await db
       .insertInto('audit_events')
-      .values(rows.slice(i, i + ROWS_PER_INSERT))
+      .values(chained.rows.slice(i, i + ROWS_PER_INSERT))
       .execute();
   }
+  await storeChainHeads(db, chained.heads);
 }
 
 /** Appends several events of one request (e.g. a batch write) in as few statements as possible. */
@@ -182,6 +192,11 @@ export class AuditBuffer {
     });
     if (this.pending.size >= this.maxBatch) void this.flush();
     else this.schedule(this.flushIntervalMs);
+  }
+
+  /** Events waiting in memory to be written (distinct ones, and those a failed write kept). */
+  get size(): number {
+    return this.pending.size + this.failed.length;
   }
 
   /** Writes everything recorded so far; resolves when it is stored. */

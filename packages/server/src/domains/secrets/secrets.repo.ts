@@ -7,6 +7,7 @@ import type {
   SecretVersionTable,
 } from '../../db/schema.js';
 import { preparedWrite } from '../../db/prepared-query.js';
+import { chainAuditRows, storeChainHeads, type ChainHead } from '../audit/chain.js';
 import { idLiteral } from '../../ids.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
@@ -265,15 +266,23 @@ interface AppendRows {
   audit: readonly Insertable<AuditEventTable>[];
 }
 
+/** The PostgreSQL statement's input: the audit rows chained, and their chain's new head. */
+interface AppendStatementRows extends Omit<AppendRows, 'secret'> {
+  secret?: SecretRow;
+  head: ChainHead;
+}
+
 /**
  * The PostgreSQL form of `appendChange`: one statement of data-modifying CTEs,
  * compiled once per shape (`variant` says whether the secret row is inserted,
  * updated or not written here).
  */
 const appendStatement = preparedWrite(
-  (db, variant, rows: Omit<AppendRows, 'secret'> & { secret?: SecretRow }) => {
-    const { secret, versions, audit } = rows;
-    let creator: QueryCreator<Database> = db;
+  (db, variant, rows: AppendStatementRows) => {
+    const { secret, versions, audit, head } = rows;
+    let creator: QueryCreator<Database> = db.with('audit_head', (qc) =>
+      qc.updateTable('audit_chain_heads').set({ hash: head.hash }).where('chain', '=', head.chain),
+    ) as unknown as QueryCreator<Database>;
     if (secret) {
       creator = creator.with('written_secret', (qc) =>
         variant === 'insert'
@@ -332,20 +341,24 @@ export async function appendChange(
   dialect: DialectName,
   rows: AppendRows,
 ): Promise<void> {
-  const { secret, versions, audit } = rows;
+  const { secret, versions } = rows;
   const variant = !secret ? 'none' : secret.created ? 'insert' : 'update';
+  // Their places in the project's audit chain: this locks the chain's head
+  // (PostgreSQL) until commit, so it comes late, just before the last writes.
+  const { rows: audit, heads } = await chainAuditRows(db, rows.audit);
   if (
     dialect === 'postgres' &&
-    audit.length > 0 &&
+    heads.length === 1 &&
     versions.length <= CHUNK &&
     audit.length <= CHUNK
   ) {
-    await appendStatement(db, variant, { secret: secret?.row, versions, audit });
+    await appendStatement(db, variant, { secret: secret?.row, versions, audit, head: heads[0]! });
     return;
   }
   if (secret) await secretStatement(db, variant, secret.row);
   await inChunks(versions, (chunk) => versionsStatement(db, '', chunk));
   await inChunks(audit, (chunk) => auditStatement(db, '', chunk));
+  await storeChainHeads(db, heads);
 }
 
 /**
