@@ -539,3 +539,159 @@ export function parseJsonSecrets(text: string): Array<{ name: string; value: str
 function checkName(name: string): void {
   if (!ENV_NAME.test(name)) throw new TypeError(`"${name}" is not a valid variable name`);
 }
+
+/** Why a value cannot travel as UTF-8 text in an environment variable, or undefined. */
+function environmentValueProblem(value: string): string | undefined {
+  if (value.includes('\0')) return 'it has a NUL character, which no environment variable can hold';
+  if (/[\ud800-\udfff]/u.test(value))
+    return 'it has an unpaired UTF-16 surrogate, which UTF-8 cannot carry';
+  return undefined;
+}
+
+export interface GithubEnvOptions {
+  /**
+   * Draws the delimiter of a multi-line value; drawn again while the value
+   * contains it. Default: `ghadelimiter_` and 32 random hex digits, as
+   * GitHub's own `@actions/core` writes.
+   */
+  delimiter?: () => string;
+}
+
+function randomDelimiter(): string {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  return `ghadelimiter_${[...bytes].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/**
+ * Serializes to what a GitHub Actions runner reads from the file named by
+ * `$GITHUB_ENV`: `NAME=value` for a value without a line feed or carriage
+ * return, otherwise `NAME<<DELIMITER`, the value, and `DELIMITER` on lines of
+ * their own, where the delimiter is random and not contained in the value.
+ * The runner (Linux and macOS) reads every value back exactly; a Windows
+ * runner also ends a line at CRLF, so there a carriage return just before a
+ * line feed or at the end of a multi-line value is lost. A NUL or an unpaired
+ * surrogate throws an `UnwritableValueError` naming the secret.
+ */
+export function formatGithubEnv(
+  secrets: SecretMap | Iterable<readonly [string, string]>,
+  options: GithubEnvOptions = {},
+): string {
+  const draw = options.delimiter ?? randomDelimiter;
+  return entriesOf(secrets)
+    .map(([name, value]) => {
+      checkName(name);
+      const problem = environmentValueProblem(value);
+      if (problem) throw new UnwritableValueError(name, problem);
+      if (!/[\r\n]/.test(value)) return `${name}=${value}\n`;
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const delimiter = draw();
+        if (delimiter === '' || /[\r\n]/.test(delimiter))
+          throw new TypeError('a GITHUB_ENV delimiter must be one non-empty line');
+        if (!value.includes(delimiter)) return `${name}<<${delimiter}\n${value}\n${delimiter}\n`;
+      }
+      throw new Error(`no delimiter found that ${name}'s value does not contain`);
+    })
+    .join('');
+}
+
+/**
+ * `::add-mask::` workflow commands that make a GitHub Actions runner hide
+ * every value in the job's log from then on. The runner masks line by line,
+ * so a multi-line value gets one command per line (split at LF, CRLF and
+ * CR); empty and whitespace-only lines are skipped (the runner refuses to
+ * mask them). In the command's data `%`, CR and LF are written `%25`, `%0D`
+ * and `%0A`, the escapes the runner decodes. Each line is masked once.
+ */
+export function formatGithubMasks(
+  secrets: SecretMap | Iterable<readonly [string, string]>,
+): string {
+  const lines = new Set<string>();
+  for (const [name, value] of entriesOf(secrets)) {
+    checkName(name);
+    const problem = environmentValueProblem(value);
+    if (problem) throw new UnwritableValueError(name, problem);
+    for (const line of value.split(/\r\n|\r|\n/)) if (line.trim() !== '') lines.add(line);
+  }
+  const escape = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  return [...lines].map((line) => `::add-mask::${escape(line)}\n`).join('');
+}
+
+/** A Kubernetes object name: a DNS-1123 subdomain (lower-case letters, digits, `-` and `.`; at most 253). */
+export function isDns1123Subdomain(name: string): boolean {
+  return (
+    name.length <= 253 &&
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name)
+  );
+}
+
+/** A Kubernetes namespace: a DNS-1123 label (lower-case letters, digits and `-`; at most 63). */
+export function isDns1123Label(name: string): boolean {
+  return name.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name);
+}
+
+export interface KubernetesSecretOptions {
+  /** `metadata.name`, a DNS-1123 subdomain. */
+  name: string;
+  /** `metadata.namespace`, a DNS-1123 label; omitted: the namespace `kubectl` applies it to. */
+  namespace?: string;
+}
+
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/** Standard base64 with padding, as Kubernetes decodes `data`. */
+function base64(bytes: Uint8Array): string {
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    out +=
+      BASE64[(n >> 18) & 63]! +
+      BASE64[(n >> 12) & 63]! +
+      (i + 1 < bytes.length ? BASE64[(n >> 6) & 63]! : '=') +
+      (i + 2 < bytes.length ? BASE64[n & 63]! : '=');
+  }
+  return out;
+}
+
+/**
+ * Serializes to a Kubernetes `Secret` manifest (YAML: `apiVersion: v1`,
+ * `kind: Secret`, `type: Opaque`) whose `data` holds each value's UTF-8 bytes
+ * in base64, for `kubectl apply -f -`. Names and strings are JSON-quoted,
+ * which YAML reads as the same strings (a name like `true` or `123` stays a
+ * string). Throws a `TypeError` for a name or namespace Kubernetes refuses,
+ * and an `UnwritableValueError` for a value with an unpaired surrogate.
+ */
+export function formatKubernetesSecret(
+  secrets: SecretMap | Iterable<readonly [string, string]>,
+  options: KubernetesSecretOptions,
+): string {
+  if (!isDns1123Subdomain(options.name))
+    throw new TypeError(
+      `"${options.name}" is not a valid Secret name: lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters`,
+    );
+  if (options.namespace !== undefined && !isDns1123Label(options.namespace))
+    throw new TypeError(
+      `"${options.namespace}" is not a valid namespace: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters`,
+    );
+  const encoder = new TextEncoder();
+  const data = entriesOf(secrets).map(([name, value]) => {
+    checkName(name);
+    if (/[\ud800-\udfff]/u.test(value))
+      throw new UnwritableValueError(
+        name,
+        'it has an unpaired UTF-16 surrogate, which UTF-8 cannot carry',
+      );
+    return `  ${JSON.stringify(name)}: ${JSON.stringify(base64(encoder.encode(value)))}\n`;
+  });
+  return [
+    'apiVersion: v1\n',
+    'kind: Secret\n',
+    'metadata:\n',
+    `  name: ${JSON.stringify(options.name)}\n`,
+    ...(options.namespace !== undefined
+      ? [`  namespace: ${JSON.stringify(options.namespace)}\n`]
+      : []),
+    'type: Opaque\n',
+    data.length === 0 ? 'data: {}\n' : 'data:\n',
+    ...data,
+  ].join('');
+}

@@ -21,6 +21,7 @@ import {
   UnwritableValueError,
   type DotenvDialect,
 } from '../src/dotenv.js';
+import { CORPUS } from './support/dotenv-corpus.js';
 
 const dotenv = createRequire(import.meta.url)('dotenv') as {
   parse(src: string | Buffer, options?: { fast?: boolean }): Record<string, string>;
@@ -43,85 +44,6 @@ function pythonMissing(): string | undefined {
   return reason;
 }
 const PYTHON_MISSING = pythonMissing();
-
-const PUNCTUATION = '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~';
-const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
-
-/** Values that break naive quoting, each with a label for failure messages. */
-const CORPUS: Array<[label: string, value: string]> = [
-  ['empty', ''],
-  ['plain', 'plain'],
-  ['password with dollars', 'pa$$word'],
-  ['quoted words', 'it\'s "quoted"'],
-  ['every punctuation character', PUNCTUATION],
-  ...[...PUNCTUATION].map((c): [string, string] => [`lone ${c}`, c]),
-  ...[...PUNCTUATION].map((c): [string, string] => [`${c} inside`, `x${c}y`]),
-  ...[...PUNCTUATION].map((c): [string, string] => [`${c} at the ends`, `${c}x${c}`]),
-  ['leading spaces', '  leading'],
-  ['trailing spaces', 'trailing  '],
-  ['spaces at both ends', '  both  '],
-  ['inner space', 'two words'],
-  ['hash', '#'],
-  ['space hash', ' #'],
-  ['hash comment-like', 'value # not a comment'],
-  ['hash inside word', 'abc#123'],
-  ['starts with hash', '#fff'],
-  ['equals', 'a=b==c='],
-  ['starts with equals', '=x'],
-  ['single quotes', "'single'"],
-  ['double quotes', '"double"'],
-  ['backticks', '`backtick`'],
-  ['mixed quotes', `it's a "mix" of 'quotes' and \`ticks\``],
-  ['mixed quotes and hash', `'a' "b" # c`],
-  ['mixed quotes over lines', `'a'\n"b"`],
-  ['backslash before every letter', [...LETTERS].map((c) => `\\${c}`).join('')],
-  ['backslash before every letter, spaced', [...LETTERS].map((c) => `\\${c}`).join(' ') + ' #'],
-  ['backslash n literally', 'back\\slash \\n not a newline'],
-  ['backslash n literally, needs quotes', ' \\n '],
-  ['two backslashes', 'C:\\\\server\\share'],
-  ['two backslashes, needs quotes', ' \\\\ '],
-  ['windows path with space', 'C:\\Program Files\\x #1'],
-  ['lone backslash', '\\'],
-  ['trailing backslash', 'ends\\'],
-  ['trailing backslash, needs quotes', 'ends with \\ # \\'],
-  ['backslash dollar', '\\$HOME'],
-  ['backslash quote', '\\"'],
-  ['braced variable', '${HOME}'],
-  ['braced variable with default', '${NOPE:-fallback}'],
-  ['bare variable', '$HOME and $USER'],
-  ['command substitution', '$(id -u)'],
-  ['backtick command', '`id -u`'],
-  ['dollar brace unclosed', '${not closed'],
-  ['dollar brace with colon', '${a:b}'],
-  ['LF', 'multi\nline\nvalue'],
-  ['LF at the end', 'line\n'],
-  ['CR', 'carriage\rreturn'],
-  ['CRLF', 'crlf\r\nline'],
-  ['CR with quotes', 'it\'s "x"\r'],
-  ['LF with both quotes', 'it\'s\n"x"'],
-  ['LF with backslash n', 'a\\nb\nc'],
-  ['tab', 'tab\there'],
-  ['tab at the ends', '\tx\t'],
-  ['vertical tab and form feed', 'v\vf\f'],
-  ['control characters', '\x01\x07\x08\x1b\x7f'],
-  ['file separator at the ends', '\x1cx\x1f'],
-  ['no-break space at the ends', '\u00a0x\u00a0'],
-  ['byte order mark at the start', '\ufeffx'],
-  ['line separator', 'a\u2028b'],
-  ['paragraph separator at the end', 'a\u2029'],
-  ['NUL', 'nul\0byte'],
-  ['unicode', 'unicode ✓ é 日本 Ωmega'],
-  ['combining accent', 'e\u0301'],
-  ['emoji', '🔐 key 👩‍💻'],
-  ['right-to-left', 'שלום עולם'],
-  ['PEM', '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n'],
-  ['JSON', '{"a": [1, "two"], "b": null}'],
-  ['URL', 'postgres://user:p@ss@host:5432/db?sslmode=require&x=1#frag'],
-  ['export-like', 'export X=1'],
-  ['assignment-like over lines', 'x\nOTHER=injected'],
-  ['10 KB', 'abcdefghij'.repeat(1024)],
-  ['10 KB with everything', (PUNCTUATION + ' \t\n').repeat(300).slice(0, 10240)],
-];
 
 /** Why a value cannot be exact in this dialect by construction (the documented refusals). */
 function documentedRefusal(value: string, dialect: DotenvDialect): boolean {

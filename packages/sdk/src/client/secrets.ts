@@ -1,7 +1,10 @@
 import { decryptSecretValue, encryptSecretValue, parseEnvelope, ready } from '../crypto/index.js';
 import {
   formatDotenv,
+  formatGithubEnv,
+  formatGithubMasks,
   formatJson,
+  formatKubernetesSecret,
   formatShell,
   formatYaml,
   type DotenvOptions,
@@ -170,7 +173,19 @@ export interface DecryptedVersion {
   created_by: string | null;
 }
 
-export type ExportFormat = 'dotenv' | 'json' | 'yaml' | 'shell';
+/**
+ * `github`: the `$GITHUB_ENV` file format; `github-masks`: the `::add-mask::`
+ * commands that hide those values in the job's log; `k8s`: a Kubernetes
+ * `Secret` manifest (needs `options.name`).
+ */
+export type ExportFormat = 'dotenv' | 'json' | 'yaml' | 'shell' | 'github' | 'github-masks' | 'k8s';
+
+export interface ExportOptions extends DotenvOptions {
+  /** `k8s`: the Secret's `metadata.name` (a DNS-1123 subdomain). */
+  name?: string;
+  /** `k8s`: the Secret's `metadata.namespace` (a DNS-1123 label). */
+  namespace?: string;
+}
 export type ImportFormat = 'dotenv' | 'json';
 
 /** A value could not be obtained: no read access (viewers, tokens out of scope) or too many items. */
@@ -398,19 +413,41 @@ export async function importSecrets(
 }
 
 /**
- * Every secret of the environment, decrypted and serialized (`.env`, JSON, YAML
- * or shell `export` lines). `.env` is written for `options.dialect` (default:
- * npm dotenv and python-dotenv both); a value it cannot carry exactly throws an
- * `UnwritableValueError` naming the secret.
+ * Every secret of the environment, decrypted and serialized (`.env`, JSON, YAML,
+ * shell `export` lines, GitHub Actions' `$GITHUB_ENV` or its masks, or a
+ * Kubernetes Secret). `.env` is written for `options.dialect` (default: npm
+ * dotenv and python-dotenv both); a value a format cannot carry exactly throws
+ * an `UnwritableValueError` naming the secret.
  */
 export async function exportSecrets(
   scope: SecretScope,
   env: string,
   format: ExportFormat,
-  options: DotenvOptions = {},
+  options: ExportOptions = {},
 ): Promise<string> {
+  if (format === 'k8s' && options.name === undefined)
+    throw new TypeError('a Kubernetes Secret needs options.name');
   const secrets = await listSecrets(scope, env);
+  return formatSecrets(secrets, format, options);
+}
+
+/** Serializes decrypted secrets in one of the export formats (see `exportSecrets`). */
+export function formatSecrets(
+  secrets: Readonly<Record<string, string>>,
+  format: ExportFormat,
+  options: ExportOptions = {},
+): string {
   switch (format) {
+    case 'github':
+      return formatGithubEnv(secrets);
+    case 'github-masks':
+      return formatGithubMasks(secrets);
+    case 'k8s':
+      if (options.name === undefined) throw new TypeError('a Kubernetes Secret needs options.name');
+      return formatKubernetesSecret(secrets, {
+        name: options.name,
+        ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),
+      });
     case 'dotenv':
       return formatDotenv(secrets, options);
     case 'json':
