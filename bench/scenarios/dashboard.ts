@@ -131,7 +131,8 @@ const AFTER_PAINT = `(cb) => requestAnimationFrame(() => {
 /**
  * Arms the unlock measurement: the click on the submit button starts it; it
  * ends at the first paint after the grid says it is done (aria-busy="false")
- * with one row header per secret. The dashboard decrypts an environment's
+ * with one row per secret (`aria-rowcount`, the header row included: big grids
+ * render only the rows in view) and its first row drawn. The dashboard decrypts an environment's
  * values before its query resolves, so aria-busy turns false only once every
  * value is decrypted.
  */
@@ -149,7 +150,8 @@ const ARM_UNLOCK = `(expected) => {
   const done = () => {
     const grid = document.querySelector('table[role="grid"]');
     return grid !== null && grid.getAttribute('aria-busy') === 'false' &&
-      grid.querySelectorAll('tbody th[scope="row"]').length === expected;
+      grid.getAttribute('aria-rowcount') === String(expected + 1) &&
+      grid.querySelector('tbody th[scope="row"]') !== null;
   };
   const observer = new MutationObserver(() => {
     if (rec.clickAt === null || rec.doneAt !== null || !done()) return;
@@ -163,7 +165,7 @@ const ARM_UNLOCK = `(expected) => {
       resolve({ clickAt: rec.clickAt, doneAt: rec.doneAt, paintedAt: rec.paintedAt, requests: api });
     });
   });
-  observer.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['aria-busy'] });
+  observer.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['aria-busy', 'aria-rowcount'] });
 }`;
 
 interface UnlockRecord {

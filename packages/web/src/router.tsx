@@ -1,3 +1,4 @@
+import type React from 'react';
 import { createBrowserRouter, Navigate } from 'react-router';
 import { AppShell, RequireSession } from './pages/Shell';
 import { SignInPage } from './pages/SignIn';
@@ -8,20 +9,25 @@ import { ProjectsPage } from './pages/Projects';
 import { ProjectLayout } from './pages/ProjectLayout';
 import { EnvironmentsPage } from './pages/Environments';
 import { SecretsPage } from './secrets/SecretsPage';
-import { AccountPage } from './pages/Account';
-import { RecoverPage } from './pages/Recover';
-import { MembersPage } from './pages/Members';
-import { AccessPage } from './pages/Access';
-import { TokensPage } from './pages/Tokens';
-import { AuditPage } from './pages/Audit';
-import { ProjectSettingsPage } from './pages/ProjectSettings';
+
+// The administration pages load when first opened: the first visit (sign-in,
+// grid) carries only what everyone needs.
+const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
+  lazy: async () => ({ Component: pick(await load()) }),
+});
 import { NotFoundPage } from './pages/NotFound';
 
 export const router = createBrowserRouter([
   { path: '/signin', element: <SignInPage /> },
   { path: '/signup', element: <SignUpPage /> },
   { path: '/invite', element: <InvitePage /> },
-  { path: '/recover', element: <RecoverPage /> },
+  {
+    path: '/recover',
+    ...page(
+      () => import('./pages/Recover'),
+      (m) => m.RecoverPage,
+    ),
+  },
   {
     element: <RequireSession />,
     children: [
@@ -31,7 +37,13 @@ export const router = createBrowserRouter([
           { index: true, element: <Navigate to="/projects" replace /> },
           { path: '/projects', element: <ProjectsPage /> },
           { path: '/invitations', element: <InvitationsPage /> },
-          { path: '/account', element: <AccountPage /> },
+          {
+            path: '/account',
+            ...page(
+              () => import('./pages/Account'),
+              (m) => m.AccountPage,
+            ),
+          },
           { path: '/settings', element: <Navigate to="/account" replace /> },
           {
             path: '/projects/:projectId',
@@ -39,11 +51,41 @@ export const router = createBrowserRouter([
             children: [
               { index: true, element: <SecretsPage /> },
               { path: 'environments', element: <EnvironmentsPage /> },
-              { path: 'members', element: <MembersPage /> },
-              { path: 'access', element: <AccessPage /> },
-              { path: 'tokens', element: <TokensPage /> },
-              { path: 'audit', element: <AuditPage /> },
-              { path: 'settings', element: <ProjectSettingsPage /> },
+              {
+                path: 'members',
+                ...page(
+                  () => import('./pages/Members'),
+                  (m) => m.MembersPage,
+                ),
+              },
+              {
+                path: 'access',
+                ...page(
+                  () => import('./pages/Access'),
+                  (m) => m.AccessPage,
+                ),
+              },
+              {
+                path: 'tokens',
+                ...page(
+                  () => import('./pages/Tokens'),
+                  (m) => m.TokensPage,
+                ),
+              },
+              {
+                path: 'audit',
+                ...page(
+                  () => import('./pages/Audit'),
+                  (m) => m.AuditPage,
+                ),
+              },
+              {
+                path: 'settings',
+                ...page(
+                  () => import('./pages/ProjectSettings'),
+                  (m) => m.ProjectSettingsPage,
+                ),
+              },
             ],
           },
           { path: '*', element: <NotFoundPage /> },

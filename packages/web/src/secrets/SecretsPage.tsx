@@ -1,5 +1,6 @@
 import { type Environment } from '@coffer/sdk';
-import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { memo, useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { Link } from 'react-router';
 import { copyText } from '../lib/clipboard';
 import { useEnvironments, useVaultStatus } from '../lib/queries';
@@ -7,6 +8,7 @@ import { useProjectContext } from '../pages/ProjectLayout';
 import { ErrorNote } from '../ui/ErrorNote';
 import { AddSecretDialog } from './AddSecretDialog';
 import { Cell, valueOf } from './Cell';
+import type { SecretMeta as Meta } from './data';
 import { CompareDialog } from './CompareDialog';
 import { useSecretsOf, type SecretMeta } from './data';
 import { EditAsTextDialog } from './EditAsTextDialog';
@@ -76,6 +78,27 @@ export function SecretsPage() {
     );
   }, [byEnvironment, envs]);
 
+  // Big projects render only the rows in view (and a few around them): a reveal or an
+  // edit then lays out and paints a small table instead of thousands of cells.
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const virtual = names.length > VIRTUALIZE_ABOVE;
+  const virtualizer = useVirtualizer({
+    count: virtual ? names.length : 0,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 12,
+  });
+  const items = virtualizer.getVirtualItems();
+  const rows = virtual
+    ? items.map((item) => ({ index: item.index }))
+    : names.map((_, index) => ({ index }));
+  const padding = virtual
+    ? {
+        top: items[0]?.start ?? 0,
+        bottom: virtualizer.getTotalSize() - (items[items.length - 1]?.end ?? 0),
+      }
+    : { top: 0, bottom: 0 };
+
   const onHistory = useCallback(
     (environmentId: string, name: string) => {
       const environment = envs.find((e) => e.id === environmentId);
@@ -84,6 +107,13 @@ export function SecretsPage() {
     [envs],
   );
   const onCopied = useCallback((message: string) => setAnnouncement(message), []);
+  const toggleRow = useCallback(
+    (name: string) => {
+      const show = !envs.every((env) => revealed.get(env.id, name));
+      for (const env of envs) revealed.set(env.id, name, show ? true : undefined);
+    },
+    [envs],
+  );
 
   // Page-wide shortcuts, when no field or dialog has the keyboard.
   useEffect(() => {
@@ -128,10 +158,13 @@ export function SecretsPage() {
     const meta = env && name ? byEnvironment.get(env.id)?.get(name) : undefined;
     const move = (r: number, c: number) => {
       event.preventDefault();
-      focusCell(
-        gridRef.current,
-        Math.max(0, Math.min(names.length, r)),
-        Math.max(0, Math.min(envs.length, c)),
+      const targetRow = Math.max(0, Math.min(names.length, r));
+      const targetColumn = Math.max(0, Math.min(envs.length, c));
+      if (focusCell(gridRef.current, targetRow, targetColumn)) return;
+      // A row outside the rendered window: bring it in, then focus it.
+      virtualizer.scrollToIndex(Math.max(0, targetRow - 1));
+      requestAnimationFrame(() =>
+        requestAnimationFrame(() => focusCell(gridRef.current, targetRow, targetColumn)),
       );
     };
     switch (event.key) {
@@ -175,10 +208,6 @@ export function SecretsPage() {
     }
   }
 
-  const toggleRow = (name: string) => {
-    const show = !envs.every((env) => revealed.get(env.id, name));
-    for (const env of envs) revealed.set(env.id, name, show ? true : undefined);
-  };
   const toggleColumn = (env: Environment) => {
     const show = !names.every((name) => revealed.get(env.id, name));
     for (const name of names) revealed.set(env.id, name, show ? true : undefined);
@@ -236,13 +265,14 @@ export function SecretsPage() {
         </div>
       </div>
 
-      <div className="grid-scroll">
+      <div className="grid-scroll" ref={scrollRef}>
         <table
           ref={gridRef}
           className="grid"
           role="grid"
           aria-label={`Secrets of ${project.name}`}
           aria-busy={loading}
+          aria-rowcount={names.length + 1}
           onKeyDown={onGridKey}
         >
           <thead>
@@ -288,45 +318,32 @@ export function SecretsPage() {
             {loading ? (
               <SkeletonGrid columns={envs.length + 1} />
             ) : (
-              names.map((name, index) => (
-                <tr key={name}>
-                  <th
-                    scope="row"
-                    className="name-col mono"
-                    data-cell={cellId(index + 1, 0)}
-                    tabIndex={-1}
-                    onFocus={() => activeCell.set(cellId(index + 1, 0))}
-                  >
-                    <span className="name">{name}</span>
-                    {canRead ? (
-                      <button
-                        type="button"
-                        className="row-reveal"
-                        tabIndex={-1}
-                        onClick={() => toggleRow(name)}
-                        aria-label={`Reveal or hide ${name} in every environment`}
-                      >
-                        <EyeIcon />
-                      </button>
-                    ) : null}
-                  </th>
-                  {envs.map((env, column) => (
-                    <Cell
-                      key={env.id}
-                      environmentId={env.id}
-                      environmentName={env.name}
+              <>
+                {padding.top > 0 ? (
+                  <SpacerRow height={padding.top} columns={envs.length + 1} />
+                ) : null}
+                {rows.map(({ index }) => {
+                  const name = names[index]!;
+                  return (
+                    <Row
+                      key={name}
                       name={name}
-                      meta={byEnvironment.get(env.id)?.get(name)}
-                      row={index + 1}
-                      column={column + 1}
+                      index={index}
+                      measure={virtual ? virtualizer.measureElement : undefined}
+                      envs={envs}
+                      byEnvironment={byEnvironment}
                       canRead={canRead}
                       canWrite={canWrite}
+                      onToggleRow={toggleRow}
                       onHistory={onHistory}
                       onCopied={onCopied}
                     />
-                  ))}
-                </tr>
-              ))
+                  );
+                })}
+                {padding.bottom > 0 ? (
+                  <SpacerRow height={padding.bottom} columns={envs.length + 1} />
+                ) : null}
+              </>
             )}
           </tbody>
         </table>
@@ -405,6 +422,73 @@ export function SecretsPage() {
     </section>
   );
 }
+
+/** Above this many names the grid renders only the rows in view. */
+const VIRTUALIZE_ABOVE = 150;
+const ROW_HEIGHT = 34;
+
+/** Stands in for the rows above or below the rendered window, so the scrollbar stays true. */
+function SpacerRow({ height, columns }: { height: number; columns: number }) {
+  return (
+    <tr aria-hidden="true" className="spacer-row">
+      <td colSpan={columns} style={{ height }} />
+    </tr>
+  );
+}
+
+const Row = memo(function Row(props: {
+  name: string;
+  index: number;
+  measure: ((element: Element | null) => void) | undefined;
+  envs: Environment[];
+  byEnvironment: Map<string, Map<string, Meta>>;
+  canRead: boolean;
+  canWrite: boolean;
+  onToggleRow: (name: string) => void;
+  onHistory: (environmentId: string, name: string) => void;
+  onCopied: (message: string) => void;
+}) {
+  const { name, index, envs, byEnvironment, canRead, canWrite } = props;
+  return (
+    <tr ref={props.measure} data-index={index} aria-rowindex={index + 2}>
+      <th
+        scope="row"
+        className="name-col mono"
+        data-cell={cellId(index + 1, 0)}
+        tabIndex={-1}
+        onFocus={() => activeCell.set(cellId(index + 1, 0))}
+      >
+        <span className="name">{name}</span>
+        {canRead ? (
+          <button
+            type="button"
+            className="row-reveal"
+            tabIndex={-1}
+            onClick={() => props.onToggleRow(name)}
+            aria-label={`Reveal or hide ${name} in every environment`}
+          >
+            <EyeIcon />
+          </button>
+        ) : null}
+      </th>
+      {envs.map((env, column) => (
+        <Cell
+          key={env.id}
+          environmentId={env.id}
+          environmentName={env.name}
+          name={name}
+          meta={byEnvironment.get(env.id)?.get(name)}
+          row={index + 1}
+          column={column + 1}
+          canRead={canRead}
+          canWrite={canWrite}
+          onHistory={props.onHistory}
+          onCopied={props.onCopied}
+        />
+      ))}
+    </tr>
+  );
+});
 
 function SkeletonGrid({ columns }: { columns: number }) {
   return (
