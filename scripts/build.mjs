@@ -35,6 +35,8 @@ const common = {
 const targets = [
   { dir: 'sdk', entry: 'src/index.ts', out: 'dist/index.js', platform: 'neutral' },
   { dir: 'server', entry: 'src/main.ts', out: 'dist/main.js' },
+  // The operator's command (start, migrate, backup, restore, audit verify): the `coffer-server` bin.
+  { dir: 'server', entry: 'src/cli.ts', out: 'dist/coffer-server.js', shebang: true },
   { dir: 'cli', entry: 'src/main.ts', out: 'dist/coffer.js', shebang: true },
 ];
 
@@ -114,6 +116,8 @@ await Promise.all([
         outfile: `${root}packages/${t.dir}/${t.out}`,
         external: [...externalsOf(t.dir), ...(t.dir === 'cli' ? externalsOf('sdk') : [])],
         ...(t.shebang ? { banner: { js: `#!/usr/bin/env node\n${common.banner.js}` } } : {}),
+        // `coffer --version` prints the version of the CLI's package.json.
+        ...(t.dir === 'cli' ? { define: { COFFER_VERSION: JSON.stringify(pkg('cli').version) } } : {}),
       }),
     ),
   ...(only.length === 0 || only.includes('web') ? [buildWeb()] : []),

@@ -161,7 +161,10 @@ export async function verifyAuditChains(
       (await trx.selectFrom('audit_chain_heads').selectAll().execute()).map((h) => [h.chain, h]),
     );
     const projects = await trx.selectFrom('audit_events').select('project_id').distinct().execute();
-    const chains = new Set<string>([...heads.keys(), ...projects.map((p) => chainOf(p.project_id))]);
+    const chains = new Set<string>([
+      ...heads.keys(),
+      ...projects.map((p) => chainOf(p.project_id)),
+    ]);
     const reports: ChainReport[] = [];
     for (const chain of [...chains].sort()) {
       reports.push(await verifyChain(trx, chain, heads.get(chain)));
@@ -179,7 +182,9 @@ async function verifyChain(
   const events = () =>
     trx
       .selectFrom('audit_events')
-      .where((eb) => (projectId === null ? eb('project_id', 'is', null) : eb('project_id', '=', projectId)));
+      .where((eb) =>
+        projectId === null ? eb('project_id', 'is', null) : eb('project_id', '=', projectId),
+      );
   const report: ChainReport = { projectId, events: 0, head: head?.hash ?? null };
   const broken = (eventId: string | null, seq: number | null, reason: string) => {
     report.broken = { eventId, seq, reason };

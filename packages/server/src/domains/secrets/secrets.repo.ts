@@ -277,27 +277,25 @@ interface AppendStatementRows extends Omit<AppendRows, 'secret'> {
  * compiled once per shape (`variant` says whether the secret row is inserted,
  * updated or not written here).
  */
-const appendStatement = preparedWrite(
-  (db, variant, rows: AppendStatementRows) => {
-    const { secret, versions, audit, head } = rows;
-    let creator: QueryCreator<Database> = db.with('audit_head', (qc) =>
-      qc.updateTable('audit_chain_heads').set({ hash: head.hash }).where('chain', '=', head.chain),
+const appendStatement = preparedWrite((db, variant, rows: AppendStatementRows) => {
+  const { secret, versions, audit, head } = rows;
+  let creator: QueryCreator<Database> = db.with('audit_head', (qc) =>
+    qc.updateTable('audit_chain_heads').set({ hash: head.hash }).where('chain', '=', head.chain),
+  ) as unknown as QueryCreator<Database>;
+  if (secret) {
+    creator = creator.with('written_secret', (qc) =>
+      variant === 'insert'
+        ? qc.insertInto('secrets').values(secret)
+        : qc.updateTable('secrets').set(secretChange(secret)).where('id', '=', secret.id),
     ) as unknown as QueryCreator<Database>;
-    if (secret) {
-      creator = creator.with('written_secret', (qc) =>
-        variant === 'insert'
-          ? qc.insertInto('secrets').values(secret)
-          : qc.updateTable('secrets').set(secretChange(secret)).where('id', '=', secret.id),
-      ) as unknown as QueryCreator<Database>;
-    }
-    if (versions.length > 0) {
-      creator = creator.with('appended_versions', (qc) =>
-        qc.insertInto('secret_versions').values([...versions]),
-      ) as unknown as QueryCreator<Database>;
-    }
-    return creator.insertInto('audit_events').values([...audit]);
-  },
-);
+  }
+  if (versions.length > 0) {
+    creator = creator.with('appended_versions', (qc) =>
+      qc.insertInto('secret_versions').values([...versions]),
+    ) as unknown as QueryCreator<Database>;
+  }
+  return creator.insertInto('audit_events').values([...audit]);
+});
 
 /**
  * `appendChange` where data-modifying CTEs are not available (SQLite) or a
