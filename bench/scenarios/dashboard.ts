@@ -648,13 +648,14 @@ export async function measureDashboard(ctx: DashboardContext): Promise<void> {
           title: `dashboard: render the grid, ${title}`,
           value: median(runs.map((p) => p.render)),
           unit: 'ms',
-          detail: `last listing answered → grid painted (last page decrypted, ${BIG.secrets * BIG.environments} cells rendered), ${spread(runs.map((p) => p.render))}`,
+          detail: `last listing answered → grid painted (last page decrypted; ${BIG.secrets * BIG.environments} cells, the rows in view rendered), ${spread(runs.map((p) => p.render))}`,
           target: null,
           pass: null,
         });
 
-      // Different cells each time: row i·97 mod 500, every column in turn.
-      const cellOf = (i: number) => `${((i * 97) % BIG.secrets) + 1}:${(i % BIG.environments) + 1}`;
+      // Different cells each time, among the rows in view (the grid renders only those):
+      // row i·7 mod 20, every column in turn.
+      const cellOf = (i: number) => `${((i * 7) % 20) + 1}:${(i % BIG.environments) + 1}`;
       // The floor on this machine: a key the grid ignores, from the keydown to the next paint.
       const floor: KeyRun[] = [];
       if (wantKeys) {
