@@ -16,7 +16,11 @@ import { registerErrorHandling, sendError } from './http/errors.js';
 import { AccessLog, loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
 import type { CredentialResolver } from './http/principal.js';
-import { MemoryRateLimitStore, type RateLimitStore } from './http/rate-limit.js';
+import {
+  MemoryRateLimitStore,
+  type RateLimitState,
+  type RateLimitStore,
+} from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { registerParameterCoercion } from './http/validation.js';
 import { healthRoutes } from './domains/health/health.routes.js';
@@ -36,7 +40,7 @@ export interface AppDeps {
   resolver?: CredentialResolver;
   logger?: FastifyServerOptions['logger'];
   /** TLS material; without it the instance speaks plain HTTP (tests inject, proxies terminate TLS). */
-  https?: { key: string | Buffer; cert: string | Buffer };
+  https?: { key: string | Buffer; cert: string | Buffer; handshakeTimeout?: number };
 }
 
 /** Everything a domain's routes may use. Built once per app. */
@@ -69,13 +73,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // (a malformed URL) still get the request id, security and rate-limit headers.
   let conventions: ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | null =
     null;
+  // Refusals written before there is a request (broken HTTP, oversized headers)
+  // spend the client IP's anonymous budget once the pipeline exists.
+  let countAnonymous: ((ip: string) => Promise<RateLimitState>) | null = null;
+  const nextRequestId = requestIds();
 
   const options: FastifyServerOptions = {
     logger: loggerOptions(config.logLevel, deps.logger),
     logController: new AccessLog(),
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
-    genReqId: requestIds(),
+    genReqId: nextRequestId,
     // During shutdown a request that arrives on a kept-alive connection is still
     // served (with `Connection: close`) by the normal pipeline, so it gets a Form A
     // body rather than Fastify's own 503.
@@ -106,7 +114,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
           : sendError(request, reply, 'internal_error', 'An unexpected error occurred'),
       );
     },
-    clientErrorHandler: rejectMalformedRequest,
+    clientErrorHandler: (err: Error & { code?: string }, socket: Socket) =>
+      rejectMalformedRequest(err, socket, nextRequestId(), countAnonymous),
   };
   const app = (deps.https
     ? Fastify({ ...options, https: deps.https } as FastifyServerOptions)
@@ -122,7 +131,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   registerErrorHandling(app);
   registerParameterCoercion(app);
-  conventions = registerPipeline(app, { config, clock, resolver, rateLimitStore });
+  const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
+  conventions = pipeline.onRequest;
+  countAnonymous = pipeline.countAnonymous;
   // JSON is the only request body type; anything else is 415.
   app.removeContentTypeParser('text/plain');
 
@@ -180,25 +191,52 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   return app;
 }
 
+/** Sockets already answered: a parser in error reports every further chunk again. */
+const refusedSockets = new WeakSet<Socket>();
+
 /**
  * Requests Node cannot even parse (broken HTTP, oversized headers) never reach
- * Fastify's routing; they still get a Form A body before the socket closes.
+ * Fastify's routing; they still get a Form A body with a request id, and the
+ * rate-limit headers of the client IP's anonymous budget, which they spend (the
+ * socket's peer address: behind a proxy, the proxy's).
  */
-function rejectMalformedRequest(err: Error & { code?: string }, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+function rejectMalformedRequest(
+  err: Error & { code?: string },
+  socket: Socket,
+  requestId: string,
+  countAnonymous: ((ip: string) => Promise<RateLimitState>) | null,
+): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || refusedSockets.has(socket)) return;
+  refusedSockets.add(socket);
   const [status, reason, message] =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? [431, 'Request Header Fields Too Large', 'Request headers are too large']
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'The request took too long to arrive']
         : [400, 'Bad Request', 'The request is not valid HTTP'];
-  const body = JSON.stringify({ error: { code: 'validation_error', message } });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy(err);
+  const body = JSON.stringify({
+    error: { code: 'validation_error', message, request_id: requestId },
+  });
+  const counted =
+    countAnonymous && socket.remoteAddress
+      ? countAnonymous(socket.remoteAddress).catch(() => null)
+      : Promise.resolve(null);
+  void counted.then((state) => {
+    if (socket.destroyed) return;
+    const limits = state
+      ? `X-RateLimit-Limit: ${state.limit}\r\nX-RateLimit-Remaining: ${state.remaining}\r\nX-RateLimit-Reset: ${state.reset}\r\n`
+      : '';
+    if (socket.writable) {
+      socket.end(
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${limits}X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    // The answer is on its way (FIN after it); whatever the client still sends is
+    // dropped until it closes too, or for a second at most.
+    const linger = setTimeout(() => socket.destroy(), 1000);
+    linger.unref();
+    socket.once('close', () => clearTimeout(linger));
+  });
 }
 
 /**

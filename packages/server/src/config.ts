@@ -36,9 +36,24 @@ export interface Config {
   readonly kdfMinimum: { readonly opsLimit: number; readonly memLimitKib: number };
   readonly rateLimits: RateLimitConfig;
   readonly shutdownGraceMs: number;
+  /** How long a new connection may take from accept to its first request's headers (TLS handshake included). */
+  readonly connectionIdleTimeoutMs: number;
+  /** Open connections this process accepts at once; further ones are refused at accept. */
+  readonly maxConnections: number;
   /** How often the e-mail outbox worker looks for due messages (it is also woken after each enqueue). */
   readonly outboxPollMs: number;
   readonly dashboard: DashboardConfig;
+  readonly metrics: MetricsConfig;
+}
+
+/** Prometheus metrics: off unless a port or a token is set. */
+export interface MetricsConfig {
+  /** `METRICS_PORT`: a plain-HTTP listener of their own; null: none. */
+  readonly port: number | null;
+  /** `METRICS_HOST`: where that listener binds (loopback unless told otherwise). */
+  readonly host: string;
+  /** `METRICS_TOKEN`: also served on the public port to `Authorization: Bearer <token>`. */
+  readonly token: string | null;
 }
 
 /** The web dashboard's built files, served on the API's origin. */
@@ -111,6 +126,18 @@ export function flagsToEnv(argv: readonly string[]): Record<string, string> {
     out[name.toUpperCase().replaceAll('-', '_')] = value;
   }
   return out;
+}
+
+/** A bearer token for `/metrics`: long enough not to be guessed, and sendable in a header. */
+function metricsToken(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) {
+    throw new ConfigError(
+      'METRICS_TOKEN',
+      'must be at least 16 printable characters without spaces (e.g. openssl rand -hex 32)',
+    );
+  }
+  return raw;
 }
 
 export function loadConfig(env: Source, argv: readonly string[] = []): Config {
@@ -241,10 +268,17 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
       windowSeconds: 60,
     },
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    connectionIdleTimeoutMs: int('CONNECTION_IDLE_TIMEOUT_MS', 15_000, 100, 600_000),
+    maxConnections: int('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     outboxPollMs: int('OUTBOX_POLL_MS', 5_000, 10, 3_600_000),
     dashboard: {
       enabled: oneOf('DASHBOARD', ['on', 'off'], 'on') === 'on',
       dir: resolve(read('DASHBOARD_DIR') ?? DEFAULT_DASHBOARD_DIR),
+    },
+    metrics: {
+      port: read('METRICS_PORT') === undefined ? null : int('METRICS_PORT', 0, 0, 65535),
+      host: read('METRICS_HOST') ?? '127.0.0.1',
+      token: metricsToken(read('METRICS_TOKEN')),
     },
   };
   for (const name of Object.keys(flags)) {

@@ -9,6 +9,7 @@ import {
   type RateLimitStore,
 } from './http/rate-limit.js';
 import { createRedirectServer, loadTls } from './http/tls.js';
+import { guardConnections } from './http/connections.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
 import { shareCredentialInvalidation } from './domains/identity/credentials.js';
@@ -42,7 +43,17 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     db,
     rateLimitStore,
     listingCache,
-    ...(tls ? { https: { key: tls.key, cert: tls.cert } } : {}),
+    ...(tls
+      ? {
+          https: { key: tls.key, cert: tls.cert, handshakeTimeout: config.connectionIdleTimeoutMs },
+        }
+      : {}),
+  });
+  guardConnections(app.server, {
+    idleTimeoutMs: config.connectionIdleTimeoutMs,
+    maxConnections: config.maxConnections,
+    tls: tls !== null,
+    log: app.log,
   });
   redis?.attachLogger(app.log);
   appLog = app.log;

@@ -70,8 +70,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return sendError(request, reply, 'validation_error', describeDetails(details), details);
     }
     const protocol = protocolError(error);
-    if (protocol)
+    if (protocol) {
+      if (protocol.code === 'payload_too_large') drainRefusedBody(request, reply);
       return sendError(request, reply, protocol.code, protocol.message, protocol.details);
+    }
 
     request.log.error({ err: error }, 'unexpected error');
     return sendError(
@@ -80,6 +82,45 @@ export function registerErrorHandling(app: FastifyInstance): void {
       'internal_error',
       'An unexpected error occurred; quote the request id when reporting it',
     );
+  });
+}
+
+/** How much of a refused body is read and dropped so the client can read its 413. */
+const DRAIN_LIMIT_BYTES = 8 * 1024 * 1024;
+/** How long the rest of a refused body may take to arrive. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+/**
+ * A 413 is often decided before the body has arrived (from its Content-Length,
+ * or part way through). Closing the connection at once resets it under a
+ * client that is still sending, which then reports a broken pipe instead of the
+ * answer (RFC 9112 §9.6). So the rest of the body is read and dropped after the
+ * 413 (Node does that for a kept-alive connection), bounded by size and time:
+ * past either, or for a declared length beyond the bound, the connection is
+ * closed as before.
+ */
+function drainRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  if (raw.complete) return;
+  const declared = Number(request.headers['content-length']);
+  if (declared > DRAIN_LIMIT_BYTES) return;
+  reply.removeHeader('connection');
+  reply.raw.once('finish', () => {
+    if (raw.complete || !raw.socket) return;
+    const socket = raw.socket;
+    let drained = 0;
+    const cut = () => {
+      if (!raw.complete) socket.destroy();
+    };
+    const timer = setTimeout(cut, DRAIN_TIMEOUT_MS);
+    timer.unref();
+    raw.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > DRAIN_LIMIT_BYTES) cut();
+    });
+    raw.once('end', () => clearTimeout(timer));
+    raw.once('close', () => clearTimeout(timer));
+    raw.resume();
   });
 }
 

@@ -8,7 +8,12 @@ import {
   type Principal,
   type Resolution,
 } from './principal.js';
-import { consume, MemoryRateLimitStore, type RateLimitStore } from './rate-limit.js';
+import {
+  consume,
+  MemoryRateLimitStore,
+  type RateLimitState,
+  type RateLimitStore,
+} from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -33,6 +38,19 @@ export interface PipelineDeps {
   rateLimitStore: RateLimitStore;
 }
 
+/** The budget a request spends: its credential's kind, or the client IP's (`anonymous`, `auth`). */
+export type RateBudget = 'auth' | 'session' | 'api_key' | 'ci_token' | 'anonymous';
+
+/** A 429 refusal, with the budget it exceeded (metrics count refusals by it). */
+export class RateLimitedError extends AppError {
+  constructor(
+    readonly budget: RateBudget,
+    message: string,
+  ) {
+    super('rate_limited', message);
+  }
+}
+
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
@@ -40,12 +58,17 @@ const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * proxy HTTPS redirect, security headers, authentication, the rate limit
  * (headers on every response, 429 past the budget), and only then the 401 for a
  * bad credential, so guessing credentials spends the caller's budget.
- * Returns the hook, so errors raised before routing can apply it too.
+ * Returns the hook, so errors raised before routing can apply it too, and
+ * `countAnonymous` for refusals written before there is a request at all.
  */
 export function registerPipeline(
   app: FastifyInstance,
   deps: PipelineDeps,
-): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+): {
+  onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  /** Spends one request of a client IP's anonymous budget and returns the state for the headers. */
+  countAnonymous: (ip: string) => Promise<RateLimitState>;
+} {
   const { config, clock, resolver } = deps;
   const limits = config.rateLimits;
   const counters = new CounterFailover(deps.rateLimitStore, app);
@@ -84,11 +107,14 @@ export function registerPipeline(
     });
     let key: string;
     let limit: number;
+    let budget: RateBudget = 'anonymous';
     if (rateClass === 'auth') {
       key = `auth:${request.ip}`;
       limit = limits.auth;
+      budget = 'auth';
     } else if (resolution && 'principal' in resolution) {
       const p = resolution.principal;
+      budget = p.kind;
       if (p.kind === 'session') {
         key = `user:${p.userId}`;
         limit = limits.session;
@@ -110,8 +136,8 @@ export function registerPipeline(
     reply.header('x-ratelimit-reset', state.reset);
     if (state.exceeded) {
       reply.header('retry-after', state.retryAfter);
-      throw new AppError(
-        'rate_limited',
+      throw new RateLimitedError(
+        budget,
         `Rate limit of ${limit} requests per minute exceeded; retry in ${state.retryAfter} s`,
       );
     }
@@ -126,7 +152,9 @@ export function registerPipeline(
     request.principal = resolution && 'principal' in resolution ? resolution.principal : null;
   };
   app.addHook('onRequest', onRequest);
-  return onRequest;
+  const countAnonymous = (ip: string) =>
+    counters.consume(`ip:${ip}`, limits.anonymous, limits.windowSeconds, clock.now().getTime());
+  return { onRequest, countAnonymous };
 }
 
 /** The scheme the client used, as the first proxy saw it (`X-Forwarded-Proto: http, https` → `http`). */

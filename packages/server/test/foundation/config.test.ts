@@ -24,6 +24,8 @@ describe('loadConfig', () => {
     assert.deepEqual(config.tls, { mode: 'self-signed' });
     assert.equal(config.trustProxy, false);
     assert.equal(config.bodyLimitBytes, 1024 * 1024);
+    assert.equal(config.connectionIdleTimeoutMs, 15_000);
+    assert.equal(config.maxConnections, 10_000);
     assert.deepEqual(
       { ...config.rateLimits },
       { session: 100, apiKey: 500, ciToken: 200, anonymous: 100, auth: 10, windowSeconds: 60 },
@@ -66,6 +68,10 @@ describe('loadConfig', () => {
       [{ DATABASE_POOL_SIZE: '0' }, [], 'DATABASE_POOL_SIZE'],
       [{ DATABASE_POOL_SIZE: 'many' }, [], 'DATABASE_POOL_SIZE'],
       [{ DATABASE_POOL_SIZE: '1001' }, [], 'DATABASE_POOL_SIZE'],
+      [{ CONNECTION_IDLE_TIMEOUT_MS: '99' }, [], 'CONNECTION_IDLE_TIMEOUT_MS'],
+      [{ CONNECTION_IDLE_TIMEOUT_MS: '15s' }, [], 'CONNECTION_IDLE_TIMEOUT_MS'],
+      [{ MAX_CONNECTIONS: '0' }, [], 'MAX_CONNECTIONS'],
+      [{}, ['--max-connections=lots'], 'MAX_CONNECTIONS'],
       [{ TLS_CERT_FILE: join(dir, 'cert.pem') }, [], 'TLS_KEY_FILE'],
       [{ TLS_KEY_FILE: join(dir, 'key.pem') }, [], 'TLS_CERT_FILE'],
       [

@@ -112,7 +112,10 @@ describe('HTTPS with a generated certificate (real process)', () => {
       });
     const garbage = await raw('HELLO THERE\r\n\r\n');
     assert.match(garbage, /^HTTP\/1\.1 400 /);
-    assert.match(garbage, /\{"error":\{"code":"validation_error","message":"[^"]+"\}\}$/);
+    assert.match(
+      garbage,
+      /\{"error":\{"code":"validation_error","message":"[^"]+","request_id":"req_\w+"\}\}$/,
+    );
     const huge = await raw(
       `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
     );

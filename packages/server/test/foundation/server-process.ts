@@ -53,6 +53,8 @@ const CONFIG_NAMES = [
   'LOG_LEVEL',
   'DASHBOARD',
   'DASHBOARD_DIR',
+  'CONNECTION_IDLE_TIMEOUT_MS',
+  'MAX_CONNECTIONS',
 ];
 
 export interface ServerProcess {
