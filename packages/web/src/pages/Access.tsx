@@ -145,9 +145,9 @@ function GrantDialog({
           the dashboard (or by <code>coffer whoami</code>), through a channel you trust — in person,
           a call, your team chat — and compare it with this one:
         </p>
-        <p className="mono fingerprint-big" aria-label={`Fingerprint of ${member.email}`}>
+        <output className="mono fingerprint-big" aria-label={`Fingerprint of ${member.email}`}>
           {member.fingerprint}
-        </p>
+        </output>
         <div className="field">
           <label htmlFor={toldId}>Fingerprint as told by {member.name} (optional)</label>
           <input

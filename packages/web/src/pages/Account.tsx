@@ -39,9 +39,9 @@ export function AccountPage() {
         {keys ? (
           <div className="stack">
             <p>Your key fingerprint:</p>
-            <p className="mono fingerprint-big" aria-label="Your key fingerprint">
+            <output className="mono fingerprint-big" aria-label="Your key fingerprint">
               {fingerprint(keys.encryption, keys.signing)}
-            </p>
+            </output>
             <p className="muted small">
               Before granting you a project key, an admin compares this with what their screen shows
               for you. Read it to them yourself (in person, a call, your team chat); never trust a

@@ -64,8 +64,9 @@ export function AppShell() {
           <NavLink to="/invitations">
             Invitations
             {pending > 0 ? (
-              <span className="badge" aria-label={`${pending} pending`}>
+              <span className="badge">
                 {pending}
+                <span className="visually-hidden"> pending</span>
               </span>
             ) : null}
           </NavLink>

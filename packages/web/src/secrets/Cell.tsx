@@ -109,8 +109,9 @@ export const Cell = memo(function Cell(props: CellProps) {
     content = <span className="value mono">{valueOf(environmentId, name, meta, change)}</span>;
   } else {
     content = (
-      <span className="masked mono" aria-label="hidden value">
-        {MASK}
+      <span className="masked mono">
+        <span aria-hidden="true">{MASK}</span>
+        <span className="visually-hidden">hidden value</span>
       </span>
     );
   }
@@ -120,7 +121,6 @@ export const Cell = memo(function Cell(props: CellProps) {
       data-cell={id}
       data-state={state ?? undefined}
       tabIndex={active ? 0 : -1}
-      aria-label={editing ? undefined : label}
       className="cell"
       onFocus={() => activeCell.set(id)}
       onDoubleClick={() => canWrite && !editing && editingCell.set(id)}
