@@ -27,6 +27,7 @@ import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
 import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
+import { Metrics, registerMetrics } from './metrics.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
 
 export interface AppDeps {
@@ -49,6 +50,8 @@ export interface AppContext {
   db: Db;
   clock: Clock;
   listingCache: ListingCache;
+  /** Prometheus metrics, when on (`METRICS_PORT` or `METRICS_TOKEN`): parts add what they keep. */
+  metrics?: Metrics;
 }
 
 export type App = FastifyInstance;
@@ -124,7 +127,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const listingCache = deps.listingCache ?? new ListingCache();
   app.addHook('onClose', () => listingCache.close());
-  const context: AppContext = { config, db, clock, listingCache };
+  const { port: metricsPort, token: metricsToken } = config.metrics;
+  const metrics = metricsPort !== null || metricsToken !== null ? new Metrics() : undefined;
+  const context: AppContext = { config, db, clock, listingCache, ...(metrics ? { metrics } : {}) };
   const resolver =
     deps.resolver ??
     (await import('./domains/identity/credentials.js')).credentialResolver(context);
@@ -178,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ),
   });
 
+  if (metrics) registerMetrics(app, metrics, context, metricsToken);
   await app.register(healthRoutes, context);
   await app.register(docsRoutes, context);
   await app.register(

@@ -12,6 +12,7 @@ import { createRedirectServer, loadTls } from './http/tls.js';
 import { guardConnections } from './http/connections.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
+import { listenForMetrics, metricsOf } from './metrics.js';
 import { shareCredentialInvalidation } from './domains/identity/credentials.js';
 
 export interface RunningServer {
@@ -91,6 +92,13 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     redirectUrl = `http://localhost:${typeof addr === 'object' && addr ? addr.port : config.httpRedirectPort}`;
     app.log.info({ url: redirectUrl }, 'plain-HTTP listener redirects to HTTPS');
   }
+  // METRICS_PORT: the metrics on a plain-HTTP listener of their own (announced before the API's line).
+  const metrics = metricsOf(app);
+  const metricsListener =
+    metrics && config.metrics.port !== null
+      ? await listenForMetrics(metrics, config.metrics.host, config.metrics.port)
+      : null;
+  if (metricsListener) process.stdout.write(`Coffer metrics on ${metricsListener.url}\n`);
   process.stdout.write(
     `Coffer listening on ${url}${redirectUrl ? ` (HTTP ${redirectUrl} redirects)` : ''}\n`,
   );
@@ -103,6 +111,8 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     async close() {
       redirect?.close();
       redirect?.closeAllConnections();
+      metricsListener?.server.close();
+      metricsListener?.server.closeAllConnections();
       // Stop accepting and let in-flight requests finish. A kept-alive connection
       // that goes idle once its request is answered is closed at once rather than
       // after the keep-alive timeout, so shutdown waits only for real work.

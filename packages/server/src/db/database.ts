@@ -25,6 +25,8 @@ export interface Db {
   readonly dialect: DialectName;
   /** Checks the database answers (used by `/readyz`). */
   ping(): Promise<void>;
+  /** PostgreSQL: the pool's connections (for the metrics). */
+  poolCounts?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -91,7 +93,14 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     const kysely = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
     });
-    return postgresDb(kysely);
+    return {
+      ...postgresDb(kysely),
+      poolCounts: () => ({
+        total: pool.totalCount,
+        idle: pool.idleCount,
+        waiting: pool.waitingCount,
+      }),
+    };
   }
   const kysely = new Kysely<Database>({ dialect: target.dialect });
   const db = postgresDb(kysely);

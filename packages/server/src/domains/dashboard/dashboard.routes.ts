@@ -36,7 +36,7 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /** Paths that belong to the API, whatever the dashboard holds: they keep their JSON 404. */
-const API_PATHS = ['/v1', '/docs', '/healthz', '/readyz'];
+const API_PATHS = ['/v1', '/docs', '/healthz', '/readyz', '/metrics'];
 
 function isDashboardPath(url: string): boolean {
   const q = url.indexOf('?');

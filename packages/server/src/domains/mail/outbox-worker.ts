@@ -34,6 +34,8 @@ type Deps = Pick<AppContext, 'db' | 'clock' | 'config'> & { log: FastifyBaseLogg
  * over SMTP; without, it writes each message to `$DATA_DIR/outbox/<id>.eml`.
  */
 export class OutboxWorker {
+  /** Delivery attempts that failed since start, retried or not (read by the metrics). */
+  deliveryFailures = 0;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private wokenWhileRunning = false;
@@ -149,6 +151,7 @@ export class OutboxWorker {
       const kept = JSON.stringify({ to: message.to, subject: message.subject });
       await markSent(db, row.id, this.deps.clock.now().toISOString(), kept);
     } catch (err) {
+      this.deliveryFailures++;
       const reason = (err instanceof Error ? err.message : String(err)).slice(0, 500);
       if (row.attempts >= MAX_ATTEMPTS) {
         await markFailed(db, row.id, reason);

@@ -55,6 +55,9 @@ export const etagOf = (body: Buffer) =>
  * outdated entries promptly, and of deleted environments at all.
  */
 export class ListingCache {
+  /** Lookups answered from the cache, and not (read by the metrics). */
+  hits = 0;
+  misses = 0;
   private readonly entries = new Map<string, Entry>();
   /** environment id → keys of its cached listings, for invalidation. */
   private readonly byEnvironment = new Map<string, { projectId: string; keys: Set<string> }>();
@@ -105,6 +108,8 @@ export class ListingCache {
 
   get(key: string): CachedListing | undefined {
     const entry = this.entries.get(key);
+    if (entry) this.hits++;
+    else this.misses++;
     if (entry) {
       // Re-insert so Map order stays least-recently-used first.
       this.entries.delete(key);

@@ -35,6 +35,11 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
     onError: (err, dropped) => app.log.error({ err, dropped }, 'writing read audit events failed'),
   });
   app.addHook('onClose', () => readAudit.close());
+  ctx.metrics?.gauge(
+    'coffer_audit_buffer_events',
+    'Audit events of token reads waiting in memory to be written',
+    () => readAudit.size,
+  );
   const service = secretsService({ ...ctx, readAudit });
   const base = '/projects/:project_id/environments/:env/secrets';
 

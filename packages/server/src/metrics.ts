@@ -1,0 +1,247 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AppContext } from './app.js';
+import { AppError } from './errors.js';
+import { RateLimitedError } from './http/pipeline.js';
+import { outboxWorker } from './domains/mail/outbox-worker.js';
+
+/**
+ * Prometheus metrics of one app, on a registry of its own (never prom-client's
+ * global one, so apps in one process — tests — never share or collide). Labels
+ * hold route templates, methods, status codes and credential kinds only:
+ * never a raw URL, a secret's name, an id or an e-mail address.
+ * Values other parts keep anyway (cache hits, the audit buffer, the pool) are
+ * read when scraped, so counting costs the request path nothing extra.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly duration: Histogram<'method' | 'route' | 'status'>;
+  private readonly rateLimited: Counter<'credential'>;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'coffer_http_requests_total',
+      help: 'HTTP requests answered, by method, route template and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'coffer_http_request_duration_seconds',
+      help: 'Time from request to response, by method, route template and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'coffer_rate_limited_total',
+      help: 'Requests refused with 429, by the budget exceeded (session, api_key, ci_token, anonymous, auth)',
+      labelNames: ['credential'],
+      registers,
+    });
+  }
+
+  /** One answered request; `route` is the template (`/v1/projects/:project_id`), or `unmatched`. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.requests.inc(labels);
+    this.duration.observe(labels, seconds);
+  }
+
+  rateLimitedRequest(credential: string): void {
+    this.rateLimited.inc({ credential });
+  }
+
+  /** A gauge read at scrape time (a read that fails leaves the last value). */
+  gauge(name: string, help: string, read: () => number | Promise<number>): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      async collect() {
+        try {
+          this.set(await read());
+        } catch {
+          // e.g. the database is down: /readyz says so; the scrape still answers
+        }
+      },
+    });
+  }
+
+  /** A gauge with one label, read at scrape time (`read` returns a value per label value). */
+  labelledGauge(
+    name: string,
+    help: string,
+    label: string,
+    read: () => Record<string, number> | null,
+  ): void {
+    new Gauge({
+      name,
+      help,
+      labelNames: [label],
+      registers: [this.registry],
+      collect() {
+        const values = read();
+        if (!values) return;
+        for (const [value, n] of Object.entries(values)) this.set({ [label]: value }, n);
+      },
+    });
+  }
+
+  /** A counter kept elsewhere as a running total (it only grows), read at scrape time. */
+  counter(name: string, help: string, read: () => number): void {
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  }
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}
+
+const metricsOfApp = new WeakMap<FastifyInstance, Metrics>();
+
+/** The metrics of an app built with metrics on (`METRICS_PORT` or `METRICS_TOKEN`). */
+export function metricsOf(app: FastifyInstance): Metrics | undefined {
+  return metricsOfApp.get(app);
+}
+
+/**
+ * Counts every answered request by its route template, and with
+ * `METRICS_TOKEN` serves `GET /metrics` on the app's own port to requests
+ * carrying `Authorization: Bearer <token>` (compared in constant time; 401
+ * otherwise). That route is not rate limited and not in the OpenAPI document.
+ */
+export function registerMetrics(
+  app: FastifyInstance,
+  metrics: Metrics,
+  context: AppContext,
+  token: string | null,
+): void {
+  metricsOfApp.set(app, metrics);
+  observeContext(app, metrics, context);
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeRequest(
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
+  });
+  if (token === null) return;
+  const expected = createHash('sha256').update(token).digest();
+  app.get(
+    '/metrics',
+    { config: { rateClass: 'none' }, schema: { hide: true } },
+    async (request, reply) => {
+      const header = request.headers.authorization ?? '';
+      const match = /^Bearer (\S+)$/i.exec(header);
+      const given = createHash('sha256')
+        .update(match?.[1] ?? '')
+        .digest();
+      if (!match || !timingSafeEqual(given, expected)) {
+        throw new AppError('unauthenticated', 'The metrics token is missing or wrong');
+      }
+      const { body, contentType } = await metrics.scrape();
+      return reply.type(contentType).send(body);
+    },
+  );
+}
+
+/** What the app's parts keep: the listing cache, the outbox, the database pool, refusals. */
+function observeContext(app: FastifyInstance, metrics: Metrics, ctx: AppContext): void {
+  app.addHook('onError', async (_request, _reply, error) => {
+    if (error instanceof RateLimitedError) metrics.rateLimitedRequest(error.budget);
+  });
+  const cache = ctx.listingCache;
+  metrics.counter(
+    'coffer_listing_cache_hits_total',
+    'Secret listings answered from the listing cache',
+    () => cache.hits,
+  );
+  metrics.counter(
+    'coffer_listing_cache_misses_total',
+    'Secret listings built from the database (not cached)',
+    () => cache.misses,
+  );
+  const db = ctx.db;
+  const outboxCount = async (status: 'pending' | 'failed') =>
+    Number(
+      (
+        await db.kysely
+          .selectFrom('outbox')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('status', '=', status)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  metrics.gauge(
+    'coffer_outbox_pending',
+    'E-mails waiting in the outbox to be delivered (backlog)',
+    () => outboxCount('pending'),
+  );
+  metrics.gauge(
+    'coffer_outbox_failed',
+    'E-mails given up on after every retry (left for an operator)',
+    () => outboxCount('failed'),
+  );
+  metrics.counter(
+    'coffer_outbox_delivery_failures_total',
+    'E-mail delivery attempts that failed (each is retried until the last)',
+    () => outboxWorker(ctx, app.log).deliveryFailures,
+  );
+  if (db.poolCounts) {
+    const counts = db.poolCounts.bind(db);
+    metrics.labelledGauge(
+      'coffer_db_pool_connections',
+      'PostgreSQL pool connections: total open, idle, and requests waiting for one',
+      'state',
+      () => {
+        const { total, idle, waiting } = counts();
+        return { total, idle, waiting };
+      },
+    );
+  }
+}
+
+/** `METRICS_PORT`: the metrics alone, on a plain-HTTP listener of their own. */
+export async function listenForMetrics(
+  metrics: Metrics,
+  host: string,
+  port: number,
+): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not found\n');
+      return;
+    }
+    metrics.scrape().then(
+      ({ body, contentType }) => {
+        res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
+        res.end(req.method === 'HEAD' ? undefined : body);
+      },
+      () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics failed\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.port : port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return { server, url: `http://${shown}:${bound}/metrics` };
+}
