@@ -47,7 +47,9 @@ async function buildAtomically(options) {
   for (const file of result.outputFiles) {
     const temporary = `${file.path}.${process.pid}.tmp`;
     mkdirSync(dirname(file.path), { recursive: true });
-    writeFileSync(temporary, file.contents);
+    // A script with a shebang is a command (a package's bin): executable.
+    const command = file.contents[0] === 0x23 && file.contents[1] === 0x21;
+    writeFileSync(temporary, file.contents, { mode: command ? 0o755 : 0o644 });
     renameSync(temporary, file.path);
   }
 }
@@ -117,7 +119,9 @@ await Promise.all([
         external: [...externalsOf(t.dir), ...(t.dir === 'cli' ? externalsOf('sdk') : [])],
         ...(t.shebang ? { banner: { js: `#!/usr/bin/env node\n${common.banner.js}` } } : {}),
         // `coffer --version` prints the version of the CLI's package.json.
-        ...(t.dir === 'cli' ? { define: { COFFER_VERSION: JSON.stringify(pkg('cli').version) } } : {}),
+        ...(t.dir === 'cli'
+          ? { define: { COFFER_VERSION: JSON.stringify(pkg('cli').version) } }
+          : {}),
       }),
     ),
   ...(only.length === 0 || only.includes('web') ? [buildWeb()] : []),

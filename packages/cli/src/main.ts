@@ -4,6 +4,10 @@
 import { commandHelp, parseCommand, type Command } from './cli/command.js';
 import { describeError, EXIT_ERROR, EXIT_USAGE, UsageError } from './cli/errors.js';
 
+/** The version of packages/cli/package.json, put in by the build (scripts/build.mjs, build-sea.mjs). */
+declare const COFFER_VERSION: string | undefined;
+const VERSION = typeof COFFER_VERSION === 'string' ? COFFER_VERSION : '0.0.0-unbuilt';
+
 interface Group {
   summary: string;
   load(): Promise<{ commands: Command[] }>;
@@ -105,7 +109,7 @@ async function main(argv: string[]): Promise<number> {
     return first === undefined ? EXIT_USAGE : 0;
   }
   if (first === '--version' || first === '-V') {
-    process.stdout.write('coffer 0.1.0\n');
+    process.stdout.write(`coffer ${VERSION}\n`);
     return 0;
   }
   const group = Object.hasOwn(GROUPS, first) ? GROUPS[first] : undefined;

@@ -199,9 +199,22 @@ export function runCli(
   options: CliOptions = {},
   onSpawn?: (child: ChildProcess) => void,
 ): Promise<CliResult> {
+  return runProgram(process.execPath, [CLI, ...args], options, onSpawn);
+}
+
+/**
+ * Spawns `program` (a path, or a name looked up on the PATH of `options.env`,
+ * e.g. an installed `coffer`) with exactly the environment given.
+ */
+export function runProgram(
+  program: string,
+  args: string[],
+  options: CliOptions = {},
+  onSpawn?: (child: ChildProcess) => void,
+): Promise<CliResult> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(options.env ?? {})) if (v !== undefined) env[k] = v;
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(program, args, {
     env,
     cwd: options.cwd ?? ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
