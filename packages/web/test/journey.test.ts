@@ -114,7 +114,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     await expect(cell(page, 'LOG_LEVEL', 'development')).toHaveAttribute('data-state', 'deleted');
     await expect(cell(page, 'REDIS_URL', 'staging')).toHaveAttribute('data-state', 'added');
     assert.ok(!(await page.content()).includes(VALUES.prodDb2), 'a staged value stays masked');
-    if (options.pages) await mainPage(page, 'secrets-grid');
+    if (options.pages) await mainPage(page, 'journey-secrets-grid');
 
     await bar.getByRole('button', { name: 'Review' }).click();
     review = page.getByRole('dialog', { name: 'Review changes' });
@@ -129,7 +129,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     let text = (await review.textContent()) ?? '';
     for (const value of [VALUES.prodDb, VALUES.prodDb2, VALUES.redis, VALUES.logLevel])
       assert.ok(!text.includes(value), `review masks ${value} until revealed`);
-    if (options.pages) await mainPage(page, 'review-dialog');
+    if (options.pages) await mainPage(page, 'journey-review-dialog');
     await review.getByRole('button', { name: 'Reveal DATABASE_URL in production' }).click();
     await expect(rowOf('production', 'DATABASE_URL')).toContainText(VALUES.prodDb2);
     await expect(rowOf('production', 'DATABASE_URL')).toContainText(VALUES.prodDb);

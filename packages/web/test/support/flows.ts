@@ -80,8 +80,21 @@ export async function createProject(page: Page, name: string): Promise<string> {
 }
 
 export const grid = (page: Page) => page.getByRole('grid');
-export const cell = (page: Page, name: string, environment: string) =>
-  grid(page).getByRole('gridcell', { name: `${name} in ${environment}`, exact: true });
+/** The environments of a new project, in the grid's column order. */
+export const ENVIRONMENTS = ['development', 'staging', 'production'];
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * A cell as a screen reader finds it: the row whose header is the name, the
+ * column of the environment (cells are named by their headers, not a label).
+ */
+export const cell = (page: Page, name: string, environment: string, columns = ENVIRONMENTS) =>
+  grid(page)
+    .getByRole('row')
+    .filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${escape(name)}(\\s|$)`) }) })
+    .getByRole('gridcell')
+    .nth(columns.indexOf(environment));
 
 /** Stages a new name in the chosen environments through "Add secret". */
 export async function addSecret(
