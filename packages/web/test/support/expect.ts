@@ -88,12 +88,15 @@ export function expect(locator: Locator) {
         },
         o.timeout,
       ),
-    toContainText: (expected: string, o: Options = {}) =>
+    toContainText: (expected: string | RegExp, o: Options = {}) =>
       poll(
-        `${name} to contain ${expected}`,
+        `${name} to contain ${String(expected)}`,
         async () => {
           const text = (await locator.textContent()) ?? '';
-          return { ok: text.includes(expected), saw: text };
+          return {
+            ok: typeof expected === 'string' ? text.includes(expected) : expected.test(text),
+            saw: text,
+          };
         },
         o.timeout,
       ),
