@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import {
   compareEnvironments,
   deleteSecret,
@@ -8,7 +8,12 @@ import {
   history as secretHistory,
   importSecrets,
   isCofferApiError,
+  formatGithubEnv,
+  formatGithubMasks,
+  isDns1123Label,
+  isDns1123Subdomain,
   listSecretEnvelopes,
+  listSecrets,
   listSecretVersions,
   rollback as rollbackSecret,
   setSecret,
@@ -26,7 +31,7 @@ import { environmentAccess, secretScope } from '../secrets-source.js';
 import { openProjectVault } from '../vault-access.js';
 
 const SCOPE = { ...PROJECT_OPTION, ...ENV_OPTION };
-const EXPORT_FORMATS = ['dotenv', 'json', 'yaml', 'shell'] as const;
+const EXPORT_FORMATS = ['dotenv', 'json', 'yaml', 'shell', 'github', 'k8s'] as const;
 const IMPORT_FORMATS = ['dotenv', 'json'] as const;
 
 const list: Command = {
@@ -264,45 +269,115 @@ const importCommand: Command = {
 
 const exportCommand: Command = {
   name: 'secrets export',
-  summary: 'print every secret of an environment, decrypted, as dotenv, JSON, YAML or shell',
-  description:
+  summary:
+    'print every secret of an environment, decrypted: dotenv, JSON, YAML, shell, GitHub Actions or a Kubernetes Secret',
+  description: [
     'Writes to standard output only: redirecting it to a file puts plaintext on disk, which `coffer run` avoids. dotenv quotes each value so that npm dotenv and python-dotenv both read it back exactly; a value no quoting serves (e.g. ${VAR}, which python-dotenv expands) fails the export, naming the secret, unless --dialect names the one reader that loads the file.',
+    '',
+    '--format github writes what GitHub Actions reads from $GITHUB_ENV on standard output (NAME=value, or NAME<<DELIMITER … DELIMITER with a random delimiter for a multi-line value), and `::add-mask::` commands for every line of every value on standard error (the runner reads workflow commands there too, and hides those values in the log from then on), or into --mask-file FILE instead. So `coffer secrets export --format github >> "$GITHUB_ENV"` puts only the variables in the file and the masks in the log.',
+    '',
+    '--format k8s --name NAME writes a Kubernetes Secret manifest (v1, type Opaque, base64 data) for `kubectl apply -f -`.',
+  ].join('\n'),
   options: {
     ...SCOPE,
     format: {
       type: 'string',
       short: 'f',
       value: 'FORMAT',
-      description: 'dotenv (default), json, yaml or shell',
+      description: 'dotenv (default), json, yaml, shell, github or k8s',
     },
     ...DIALECT_OPTION,
+    'mask-file': {
+      type: 'string',
+      value: 'FILE',
+      description: 'github: write the ::add-mask:: commands to FILE (mode 0600) instead of stderr',
+    },
+    name: {
+      type: 'string',
+      value: 'NAME',
+      description: "k8s: the Secret's metadata.name (a DNS-1123 subdomain)",
+    },
+    namespace: {
+      type: 'string',
+      value: 'NS',
+      description: "k8s: the Secret's metadata.namespace (default: kubectl's)",
+    },
   },
   async run({ values }) {
+    const command = 'secrets export';
     const format = str(values, 'format') ?? 'dotenv';
     if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
-      throw new UsageError('--format must be dotenv, json, yaml or shell', 'secrets export');
+      throw new UsageError('--format must be dotenv, json, yaml, shell, github or k8s', command);
     }
-    const dialect = dialectOf(values, 'secrets export');
+    const dialect = dialectOf(values, command);
     if (dialect !== undefined && format !== 'dotenv')
-      throw new UsageError('--dialect applies to --format dotenv only', 'secrets export');
+      throw new UsageError('--dialect applies to --format dotenv only', command);
+    const maskFile = str(values, 'mask-file');
+    if (maskFile !== undefined && format !== 'github')
+      throw new UsageError('--mask-file applies to --format github only', command);
+    const name = str(values, 'name');
+    const namespace = str(values, 'namespace');
+    if (format !== 'k8s' && (name !== undefined || namespace !== undefined))
+      throw new UsageError('--name and --namespace apply to --format k8s only', command);
+    if (format === 'k8s') {
+      if (name === undefined) throw new UsageError('--format k8s needs --name NAME', command);
+      if (!isDns1123Subdomain(name))
+        throw new UsageError(
+          `--name "${name}" is not a Kubernetes name: lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters`,
+          command,
+        );
+      if (namespace !== undefined && !isDns1123Label(namespace))
+        throw new UsageError(
+          `--namespace "${namespace}" is not a Kubernetes namespace: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters`,
+          command,
+        );
+    }
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     let text: string;
+    let masks: string | undefined;
     try {
-      text = await exportSecrets(
-        secretScope(access),
-        access.env,
-        format as (typeof EXPORT_FORMATS)[number],
-        dialect ? { dialect } : {},
-      );
+      if (format === 'github') {
+        // One fetch for both parts; nothing is written unless both can be.
+        const secrets = await listSecrets(secretScope(access), access.env);
+        masks = formatGithubMasks(secrets);
+        text = formatGithubEnv(secrets);
+      } else {
+        text = await exportSecrets(
+          secretScope(access),
+          access.env,
+          format as (typeof EXPORT_FORMATS)[number],
+          {
+            ...(dialect ? { dialect } : {}),
+            ...(name !== undefined ? { name } : {}),
+            ...(namespace !== undefined ? { namespace } : {}),
+          },
+        );
+      }
     } catch (err) {
       if (!(err instanceof UnwritableValueError)) throw err;
       // Nothing was printed: a partial file would silently lack the secret.
       const instead =
         format === 'dotenv'
           ? `use --format json or --format shell${dialect && dialect !== 'both' ? '' : ', or --dialect node|python if only that reader loads the file'}`
-          : 'use --format json or --format yaml';
+          : format === 'github' || format === 'k8s'
+            ? 'no environment variable can hold it'
+            : 'use --format json or --format yaml';
       throw new CliError('unwritable_value', `${err.message}; ${instead}`);
+    }
+    if (masks !== undefined) {
+      // The masks first: the runner hides the values before anything could print them.
+      if (maskFile === undefined) process.stderr.write(masks);
+      else {
+        try {
+          writeFileSync(maskFile, masks, { mode: 0o600 });
+        } catch (err) {
+          throw new CliError(
+            'file_unwritable',
+            `cannot write ${maskFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+          );
+        }
+      }
     }
     process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
   },

@@ -221,8 +221,11 @@ export function runProgram(
   });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  // Decoded across chunks: a character split between two reads stays whole.
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  child.stdout!.on('data', (d: string) => (stdout += d));
+  child.stderr!.on('data', (d: string) => (stderr += d));
   child.stdin!.end(options.input ?? '');
   onSpawn?.(child);
   return new Promise((resolve, reject) => {
