@@ -17,6 +17,7 @@ import {
   hkdfSha256,
   isWellFormedBearer,
   openGrant,
+  openIntroductionSecret,
   parseCredential,
   parseEnvelope,
   parseRecoveryKey,
@@ -24,14 +25,19 @@ import {
   toBase64url,
   tokenKeyPairFromKeyPart,
   unwrapPrivateKeys,
+  verifyInviterProof,
+  verifyIntroductionProof,
+  verifyKeyPins,
   wrapPrivateKeys,
   type Grant,
+  type SignedKeyPins,
   type KdfParams,
   type TokenPrefix,
   type WrapContext,
 } from '../src/crypto/index.js';
 import { bytesToHex, hexToBytes, utf8Encode } from '../src/crypto/encoding.js';
-import { hkdfExtract } from '../src/crypto/hkdf.js';
+import { hkdfExtract, hmacSha256 } from '../src/crypto/hkdf.js';
+import { sodium } from '../src/crypto/sodium.js';
 import { composeBearer, crc32 } from '../src/crypto/token.js';
 import { userKeysFromSecretKeys } from '../src/crypto/user-keys.js';
 import { buildVectors, type VectorPart } from './vectors/generate.js';
@@ -384,5 +390,162 @@ test('committed vector files equal what generate.ts produces', async () => {
   const built = await buildVectors();
   for (const [name, content] of Object.entries(built)) {
     assert.deepEqual(load(name), JSON.parse(JSON.stringify(content)), name);
+  }
+});
+
+test('introduction vectors: the proofs and the sealed secret, recomputed from primitives', () => {
+  const file = load<{
+    secret: string;
+    project_id: string;
+    member_id: string;
+    invitee: { user_id: string; public_key: string; signing_public_key: string; proof: string };
+    inviter: { user_id: string; public_key: string; signing_public_key: string; proof: string };
+    seal: { project_key: string; epoch: number; nonce: string; sealed: string };
+  }>('introduction.json');
+  const lib = sodium();
+  const secret = b(file.secret);
+  const proofKey = hkdfSha256(
+    secret,
+    new Uint8Array(0),
+    encodeParts(['coffer/v1/introduction']),
+    32,
+  );
+  for (const [label, who] of [
+    ['coffer/v1/introduction-proof', file.invitee],
+    ['coffer/v1/introduction-inviter', file.inviter],
+  ] as const) {
+    const message = encodeParts([
+      label,
+      file.project_id,
+      file.member_id,
+      who.user_id,
+      b(who.public_key),
+      b(who.signing_public_key),
+    ]);
+    assert.equal(toBase64url(hmacSha256(proofKey, message)), who.proof, label);
+  }
+  const keys = {
+    projectId: file.project_id,
+    memberId: file.member_id,
+    userId: file.invitee.user_id,
+    publicKey: file.invitee.public_key,
+    signingPublicKey: file.invitee.signing_public_key,
+  };
+  assert.equal(verifyIntroductionProof(secret, keys, file.invitee.proof), true);
+  // Any other key, member or user fails.
+  assert.equal(
+    verifyIntroductionProof(
+      secret,
+      { ...keys, publicKey: file.inviter.public_key },
+      file.invitee.proof,
+    ),
+    false,
+  );
+  assert.equal(
+    verifyIntroductionProof(secret, { ...keys, memberId: 'mbr_2' }, file.invitee.proof),
+    false,
+  );
+  assert.equal(
+    verifyIntroductionProof(secret, { ...keys, userId: 'usr_eve' }, file.invitee.proof),
+    false,
+  );
+  assert.equal(
+    verifyInviterProof(
+      secret,
+      {
+        ...keys,
+        userId: file.inviter.user_id,
+        publicKey: file.inviter.public_key,
+        signingPublicKey: file.inviter.signing_public_key,
+      },
+      file.inviter.proof,
+    ),
+    true,
+  );
+
+  const { epoch } = file.seal;
+  const sealKey = hkdfSha256(
+    b(file.seal.project_key),
+    new Uint8Array(0),
+    encodeParts(['coffer/v1/introduction-seal-key', file.project_id, String(epoch)]),
+    32,
+  );
+  const [, sealedEpoch, nonce, ciphertext] = file.seal.sealed.split('.');
+  assert.equal(Number(sealedEpoch), epoch);
+  assert.equal(nonce, file.seal.nonce);
+  const opened = lib.crypto_aead_xchacha20poly1305_ietf_decrypt(
+    null,
+    b(ciphertext!),
+    encodeParts(['coffer/v1/introduction-secret', file.project_id, file.member_id, String(epoch)]),
+    b(nonce!),
+    sealKey,
+  );
+  assert.equal(toBase64url(opened), file.secret);
+  const binding = { projectKey: b(file.seal.project_key), projectId: file.project_id };
+  assert.equal(
+    toBase64url(openIntroductionSecret(file.seal.sealed, { ...binding, memberId: file.member_id })),
+    file.secret,
+  );
+  assert.throws(() => openIntroductionSecret(file.seal.sealed, { ...binding, memberId: 'mbr_2' }), {
+    code: 'decryption_failed',
+  });
+  assert.throws(
+    () =>
+      openIntroductionSecret(file.seal.sealed.replace(`v1.${epoch}.`, `v1.${epoch + 1}.`), {
+        ...binding,
+        memberId: file.member_id,
+      }),
+    { code: 'decryption_failed' },
+  );
+});
+
+test('key pins vectors: the signature covers every field', () => {
+  const file = load<{ owner_signing_public_key: string; signed: SignedKeyPins }>('key-pins.json');
+  const { document, signature } = file.signed;
+  const message = encodeParts([
+    'coffer/v1/key-pins',
+    document.user_id,
+    String(document.version),
+    String(document.pins.length),
+    ...document.pins.flatMap((p) => [
+      p.user_id,
+      p.email,
+      b(p.public_key),
+      b(p.signing_public_key),
+      p.status,
+      p.at,
+    ]),
+  ]);
+  assert.deepEqual(
+    document.pins.map((p) => p.user_id),
+    ['usr_bob', 'usr_carol'],
+  );
+  assert.equal(
+    sodium().crypto_sign_verify_detached(b(signature), message, b(file.owner_signing_public_key)),
+    true,
+  );
+  assert.deepEqual(verifyKeyPins(file.signed, file.owner_signing_public_key), document);
+  const tampered: SignedKeyPins[] = [
+    { signature, document: { ...document, version: document.version + 1 } },
+    {
+      signature,
+      document: { ...document, pins: document.pins.map((p) => ({ ...p, status: 'verified' })) },
+    },
+    {
+      signature,
+      document: {
+        ...document,
+        pins: [
+          { ...document.pins[0]!, public_key: document.pins[1]!.public_key },
+          document.pins[1]!,
+        ],
+      },
+    },
+    { signature, document: { ...document, pins: document.pins.slice(1) } },
+  ];
+  for (const forged of tampered) {
+    assert.throws(() => verifyKeyPins(forged, file.owner_signing_public_key), {
+      code: 'invalid_signature',
+    });
   }
 });

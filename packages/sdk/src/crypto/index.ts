@@ -75,3 +75,27 @@ export {
   type TokenCredential,
   type TokenPrefix,
 } from './token.js';
+export {
+  INTRODUCTION_PROOF_PATTERN,
+  INTRODUCTION_SECRET_BYTES,
+  SEALED_INTRODUCTION_PATTERN,
+  generateIntroductionSecret,
+  introductionProof,
+  inviterProof,
+  openIntroductionSecret,
+  sealIntroductionSecret,
+  sealedIntroductionEpoch,
+  verifyIntroductionProof,
+  verifyInviterProof,
+  type IntroducedKeys,
+  type SealIntroductionInput,
+} from './introduction.js';
+export {
+  keyPinsMessage,
+  signKeyPins,
+  verifyKeyPins,
+  type KeyPin,
+  type KeyPinStatus,
+  type KeyPinsDocument,
+  type SignedKeyPins,
+} from './key-pins.js';

@@ -16,7 +16,11 @@ import {
   fingerprint,
   formatRecoveryKey,
   hkdfSha256,
+  introductionProof,
+  inviterProof,
   ready,
+  sealIntroductionSecret,
+  signKeyPins,
   toBase64url,
   tokenKeyPairFromKeyPart,
   wrapPrivateKeys,
@@ -449,6 +453,103 @@ function tokenVectors() {
   };
 }
 
+function introductionVectors() {
+  const secret = fixed('introduction secret', 32);
+  const projectKey = fixed('introduction project key', 32);
+  const invitee = {
+    x25519: sodium().crypto_box_seed_keypair(fixed('introduction invitee x25519', 32)).publicKey,
+    ed25519: sodium().crypto_sign_seed_keypair(fixed('introduction invitee ed25519', 32)).publicKey,
+  };
+  const inviter = {
+    x25519: sodium().crypto_box_seed_keypair(fixed('introduction inviter x25519', 32)).publicKey,
+    ed25519: sodium().crypto_sign_seed_keypair(fixed('introduction inviter ed25519', 32)).publicKey,
+  };
+  const nonce = fixed('introduction seal nonce', 24);
+  const ids = { projectId: 'prj_1', memberId: 'mbr_1' };
+  return {
+    description:
+      'k = 32 bytes. proof key = HKDF(k, ["coffer/v1/introduction"]). proof = base64url HMAC-SHA-256(' +
+      'proof key, encodeParts(["coffer/v1/introduction-proof", project_id, member_id, user_id, x25519, ed25519])) over ' +
+      'the invitee; inviter_proof the same with "coffer/v1/introduction-inviter" over the inviter. sealed = ' +
+      '"v1.<epoch>.<nonce>.<ciphertext>", XChaCha20-Poly1305 under HKDF(PMK, ["coffer/v1/introduction-seal-key", ' +
+      'project_id, epoch]) with AD encodeParts(["coffer/v1/introduction-secret", project_id, member_id, epoch]).',
+    secret: b64(secret),
+    project_id: ids.projectId,
+    member_id: ids.memberId,
+    invitee: {
+      user_id: 'usr_bob',
+      public_key: b64(invitee.x25519),
+      signing_public_key: b64(invitee.ed25519),
+      proof: introductionProof(secret, {
+        ...ids,
+        userId: 'usr_bob',
+        publicKey: invitee.x25519,
+        signingPublicKey: invitee.ed25519,
+      }),
+    },
+    inviter: {
+      user_id: 'usr_alice',
+      public_key: b64(inviter.x25519),
+      signing_public_key: b64(inviter.ed25519),
+      proof: inviterProof(secret, {
+        ...ids,
+        userId: 'usr_alice',
+        publicKey: inviter.x25519,
+        signingPublicKey: inviter.ed25519,
+      }),
+    },
+    seal: {
+      project_key: b64(projectKey),
+      epoch: 3,
+      nonce: b64(nonce),
+      sealed: sealIntroductionSecret(
+        { secret, projectKey, projectId: ids.projectId, memberId: ids.memberId, epoch: 3 },
+        { nonce },
+      ),
+    },
+  };
+}
+
+function keyPinsVectors() {
+  const owner = sodium().crypto_sign_seed_keypair(fixed('key pins owner', 32));
+  const pinned = (label: string) => ({
+    public_key: b64(sodium().crypto_box_seed_keypair(fixed(`${label} x25519`, 32)).publicKey),
+    signing_public_key: b64(
+      sodium().crypto_sign_seed_keypair(fixed(`${label} ed25519`, 32)).publicKey,
+    ),
+  });
+  const signed = signKeyPins(
+    {
+      user_id: 'usr_alice',
+      version: 2,
+      pins: [
+        {
+          user_id: 'usr_carol',
+          email: 'carol@example.test',
+          ...pinned('carol'),
+          status: 'tofu',
+          at: '2026-11-24T10:00:00.000Z',
+        },
+        {
+          user_id: 'usr_bob',
+          email: 'bob@example.test',
+          ...pinned('bob'),
+          status: 'verified',
+          at: '2026-11-24T09:00:00.000Z',
+        },
+      ],
+    },
+    owner.privateKey,
+  );
+  return {
+    description:
+      'Signed key pins: pins sorted by user_id; Ed25519 (owner) over encodeParts(["coffer/v1/key-pins", ' +
+      'user_id, version, count, then per pin user_id, email, x25519 (raw), ed25519 (raw), status, at]).',
+    owner_signing_public_key: b64(owner.publicKey),
+    signed,
+  };
+}
+
 /** File name → content. */
 export async function buildVectors(): Promise<Record<string, unknown>> {
   await ready();
@@ -462,6 +563,8 @@ export async function buildVectors(): Promise<Record<string, unknown>> {
     'envelope.json': envelopeVectors(),
     'grant.json': grantVectors(),
     'token.json': tokenVectors(),
+    'introduction.json': introductionVectors(),
+    'key-pins.json': keyPinsVectors(),
   };
 }
 
