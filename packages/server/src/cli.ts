@@ -39,8 +39,10 @@ function parse(argv: readonly string[]): Parsed {
     const arg = argv[i]!;
     if (arg === '--force') parsed.force = true;
     else if (arg === '--help' || arg === '-h') parsed.help = true;
-    else if (arg === '--') (parsed.positionals.push(...argv.slice(i + 1)), (i = argv.length));
-    else if (arg.startsWith('--')) {
+    else if (arg === '--') {
+      parsed.positionals.push(...argv.slice(i + 1));
+      break;
+    } else if (arg.startsWith('--')) {
       parsed.settings.push(arg);
       // `--port 9443`: the next word is the flag's value (as the server reads it).
       const next = argv[i + 1];
