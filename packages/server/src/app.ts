@@ -27,8 +27,9 @@ import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
 import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
-import { Metrics, registerMetrics } from './metrics.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
+import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
+import { Metrics, registerMetrics } from './metrics.js';
 
 export interface AppDeps {
   config: Config;
@@ -149,6 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     response['4xx'] ??= ErrorEnvelope;
     response['5xx'] ??= ErrorEnvelope;
     route.schema.response = response;
+    (route.schema as Record<string, unknown>)[RATE_LIMITED] = route.config?.rateClass !== 'none';
   });
 
   await app.register(swagger, {
@@ -161,16 +163,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
           'End-to-end encrypted secrets manager. Form A conventions: `{data}` envelopes, `{error:{code,message,details}}` errors, page/per_page/sort/order pagination.',
       },
       servers: [{ url: config.publicUrl }],
-      components: {
-        securitySchemes: {
-          bearer: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'API key (cek_…) or CI token (ci_…): the part before the "."',
-          },
-          session: { type: 'apiKey', in: 'cookie', name: 'coffer_session' },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES },
     },
     // Shared schemas keep their own name (`Pagination`) instead of `def-0`.
     refResolver: {
@@ -178,8 +171,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
     transformObject: (document) =>
-      withOptionalDefaults(
-        'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+      documentErrorResponses(
+        withOptionalDefaults(
+          'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+        ),
       ),
   });
 

@@ -27,10 +27,13 @@ export function listQuerySchema<
     {
       page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
       per_page: Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE }),
-      sort: Type.Union(
-        sortable.map((s) => Type.Literal(s)),
-        { default: defaultSort },
-      ) as unknown as ReturnType<typeof Type.Unsafe<S[number]>>,
+      // One sortable field is that literal, not a union of one (tools flag `anyOf` of one schema).
+      sort: (sortable.length === 1
+        ? Type.Literal(defaultSort, { default: defaultSort })
+        : Type.Union(
+            sortable.map((s) => Type.Literal(s)),
+            { default: defaultSort },
+          )) as unknown as ReturnType<typeof Type.Unsafe<S[number]>>,
       order: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'desc' }),
       ...filters,
     },

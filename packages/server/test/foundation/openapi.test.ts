@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
+import { signUp, type TestUser } from '../support/users.js';
+import { createProject, insertBearer } from './credentials.js';
 import type { App } from '../../src/app.js';
+import { ERROR_STATUS } from '../../src/errors.js';
 
 type Json = Record<string, unknown>;
 
@@ -176,6 +179,19 @@ function routesOf(app: App): string[] {
   return out;
 }
 
+/** Every operation of the document, as `METHOD /path` and its object. */
+function operationsOf(doc: Json): [string, Json][] {
+  const out: [string, Json][] = [];
+  for (const [path, item] of Object.entries(doc.paths as Json)) {
+    for (const [method, op] of Object.entries(item as Json))
+      out.push([`${method.toUpperCase()} ${path}`, op as Json]);
+  }
+  return out;
+}
+
+const requirementsOf = (op: Json) =>
+  ((op.security ?? []) as Json[]).map((r) => Object.keys(r).sort().join('+') || 'none');
+
 describe('API reference', () => {
   let t: TestApp;
   let doc: Json;
@@ -232,6 +248,181 @@ describe('API reference', () => {
         assert.ok(responses['4XX'] && responses['5XX'], `${method} ${path}`);
       }
     }
+  });
+
+  it('every operation has a unique operationId and names the credentials it takes', () => {
+    const schemes = Object.keys(((doc.components as Json).securitySchemes ?? {}) as Json).sort();
+    assert.deepEqual(schemes, ['bearer', 'session']);
+    const ids = new Map<string, string>();
+    for (const [where, op] of operationsOf(doc)) {
+      assert.match(String(op.operationId), /^[a-z][A-Za-z]+$/, `${where}: operationId`);
+      assert.equal(ids.get(op.operationId as string), undefined, `${where}: duplicate operationId`);
+      ids.set(op.operationId as string, where);
+      assert.ok(Array.isArray(op.security), `${where}: declares its security requirements`);
+      for (const requirement of op.security as Json[]) {
+        for (const name of Object.keys(requirement))
+          assert.ok(schemes.includes(name), `${where}: unknown security scheme ${name}`);
+      }
+    }
+    // The SDK's function names, where the SDK has a function for the operation.
+    assert.equal(ids.get('listMembers'), 'GET /v1/projects/{project_id}/members');
+    assert.equal(ids.get('inviteMember'), 'POST /v1/projects/{project_id}/members');
+    assert.equal(ids.get('listProjects'), 'GET /v1/projects');
+    assert.equal(
+      ids.get('putSecretEnvelope'),
+      'PUT /v1/projects/{project_id}/environments/{env}/secrets/{name}',
+    );
+  });
+
+  it('security: none for sign-up, sign-in, recovery and the probes; a session for /v1/me, invitations and key material', () => {
+    const byRequirement = new Map<string, string[]>();
+    for (const [, op] of operationsOf(doc)) {
+      const key = requirementsOf(op).join(' | ') || 'public';
+      byRequirement.set(key, [...(byRequirement.get(key) ?? []), op.operationId as string]);
+    }
+    assert.deepEqual(byRequirement.get('public')?.sort(), [
+      'getLiveness',
+      'getReadiness',
+      'getRecoveryKeys',
+      'logIn',
+      'prelogin',
+      'resetPassword',
+      'signUp',
+    ]);
+    assert.deepEqual(byRequirement.get('session | none'), ['logOut']);
+    const sessionOnly = byRequirement.get('session') ?? [];
+    assert.deepEqual(
+      [
+        'acceptInvitation',
+        'changePassword',
+        'createProject',
+        'declineInvitation',
+        'deleteProject',
+        'getMyKeys',
+        'getVaultSnapshot',
+        'listInvitations',
+        'me',
+        'postRekey',
+        'postVaultGrants',
+        'revokeSession',
+        'sessions',
+      ].filter((id) => !sessionOnly.includes(id)),
+      [],
+      'session only',
+    );
+    // Everything else takes a session or a bearer (API key or CI token).
+    assert.deepEqual([...byRequirement.keys()].sort(), [
+      'bearer | session',
+      'public',
+      'session',
+      'session | none',
+    ]);
+  });
+
+  it('what the document says about credentials is what the server does', async () => {
+    // A signed-in admin's project, an admin API key and a CI token of it.
+    const user: TestUser = await signUp(t);
+    const projectId = await createProject(t, user);
+    const apiKey = await insertBearer(t, 'api_key', projectId, user.id);
+    await t.testDb.db.kysely
+      .updateTable('api_keys')
+      .set({ role: 'admin' })
+      .where('project_id', '=', projectId)
+      .execute();
+    const ciToken = await insertBearer(t, 'ci_token', projectId, user.id);
+    const values: Record<string, string> = {
+      project_id: projectId,
+      session_id: user.sessionId,
+      member_id: 'mem_AAAAAAAAAAAAAAAAAAAA',
+      env: 'development',
+    };
+    // Any other path parameter: a value of its documented shape (`key_` and 20 characters).
+    const sample = (p: Json | undefined) => {
+      const prefix = /^\^([a-z]+)_\[0-9A-Za-z\]\{20\}\$$/.exec(
+        String((p?.schema as Json | undefined)?.pattern),
+      );
+      return prefix ? `${prefix[1]}_${'A'.repeat(20)}` : 'x';
+    };
+    let checked = 0;
+    for (const [where, op] of operationsOf(doc)) {
+      const url = where
+        .split(' ')[1]!
+        .replace(
+          /\{(\w+)\}/g,
+          (_, name: string) =>
+            values[name] ?? sample(((op.parameters ?? []) as Json[]).find((p) => p.name === name)),
+        );
+      const call = (headers: Record<string, string>) =>
+        t.request({ method: where.split(' ')[0] as 'GET', url, headers });
+      // Operations that need a body are covered by their domains' tests.
+      if ((op.requestBody as Json | undefined)?.required === true) continue;
+      const requirements = requirementsOf(op);
+      const params = ((op.parameters ?? []) as Json[]).filter((p) => p.in === 'path');
+      if (requirements.length === 1 && requirements[0] === 'session') {
+        // Session only: a bearer of either kind is refused as such.
+        for (const bearer of [apiKey, ciToken]) {
+          const res = await call({ authorization: `Bearer ${bearer}` });
+          assert.equal(res.statusCode, 403, `${where} with ${bearer.slice(0, 4)}…: ${res.body}`);
+        }
+        checked++;
+      } else if (
+        requirements.includes('bearer') &&
+        where.startsWith('GET ') &&
+        params.every((p) => p.name === 'project_id')
+      ) {
+        // A bearer: the admin API key reads it.
+        const res = await call({ authorization: `Bearer ${apiKey}` });
+        assert.equal(res.statusCode, 200, `${where}: ${res.body}`);
+        checked++;
+      }
+      if (requirements.length > 0 && !requirements.includes('none')) {
+        const res = await call({});
+        assert.equal(res.statusCode, 401, `${where} without a credential: ${res.body}`);
+      }
+    }
+    assert.ok(checked >= 15, `${checked} operations checked`);
+  });
+
+  it('failures are documented with the shared Error schema: 400, 401, 403, 404 and 429 where they apply', () => {
+    const schemas = (doc.components as Json).schemas as Json;
+    const error = schemas.Error as Json;
+    const inner = ((error.properties as Json).error as Json).properties as Json;
+    assert.deepEqual((inner.code as Json).enum, Object.keys(ERROR_STATUS));
+    for (const [where, op] of operationsOf(doc)) {
+      const responses = op.responses as Json;
+      const statuses = Object.keys(responses);
+      for (const status of statuses.filter((s) => /^[45]/.test(s))) {
+        const response = responses[status] as Json;
+        assert.ok(
+          typeof response.description === 'string' && response.description !== 'Default Response',
+          `${where} ${status}: described`,
+        );
+        const schema = ((response.content as Json)['application/json'] as Json).schema;
+        assert.deepEqual(schema, { $ref: '#/components/schemas/Error' }, `${where} ${status}`);
+      }
+      const requirements = requirementsOf(op);
+      const hasPathParams = ((op.parameters ?? []) as Json[]).some((p) => p.in === 'path');
+      const probe = where === 'GET /healthz' || where === 'GET /readyz';
+      assert.equal(
+        statuses.includes('401'),
+        requirements.some((r) => r !== 'none'),
+        `${where} 401`,
+      );
+      assert.equal(
+        statuses.includes('403'),
+        requirements.length > 0 && !requirements.includes('none'),
+        `${where} 403`,
+      );
+      assert.equal(statuses.includes('404'), hasPathParams, `${where} 404`);
+      assert.equal(statuses.includes('429'), !probe, `${where} 429`);
+      assert.ok(
+        statuses.some((s) => /^2/.test(s)),
+        `${where}: a success response`,
+      );
+    }
+    const limited = ((doc.paths as Json)['/v1/projects'] as Json).get as Json;
+    const headers = ((limited.responses as Json)['429'] as Json).headers as Json;
+    assert.ok(headers['Retry-After'] && headers['X-RateLimit-Remaining']);
   });
 
   it('/docs renders every documented operation', async () => {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../app.js';
+import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { listQuerySchema } from '../../http/pagination.js';
 import { ListEnvelope, Timestamp } from '../../http/schemas.js';
 import { actorOf } from './audit.js';
@@ -66,6 +67,8 @@ export async function auditRoutes(app: FastifyInstance, ctx: AppContext): Promis
       schema: {
         tags: ['audit'],
         summary: 'List audit events',
+        operationId: 'listAuditEvents',
+        security: SESSION_OR_BEARER,
         description:
           'Admins only. Every state change of the project and every read of secret values by an API key or CI token (`secret.read`, `secrets.listed`, `secret.versions_listed`; token reads are written in batches within about a quarter of a second). Newest first by default. Events never contain secret values or keys.',
         params: Type.Object({ project_id: Type.String({ minLength: 1, maxLength: 64 }) }),

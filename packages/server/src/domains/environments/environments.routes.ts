@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../app.js';
+import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { environmentsService } from './environments.service.js';
@@ -27,6 +28,8 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         tags,
         summary: 'List environments',
+        operationId: 'listEnvironments',
+        security: SESSION_OR_BEARER,
         description:
           'Every member and every token of the project sees every environment (names are metadata). Sort by `created_at` (default), `updated_at`, `name` or `slug`.',
         params: ProjectParams,
@@ -43,6 +46,8 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         tags,
         summary: 'Create an environment',
+        operationId: 'createEnvironment',
+        security: SESSION_OR_BEARER,
         description:
           'Admins and developers (and API keys of those roles; CI tokens cannot). `slug` defaults to the name in lower case with hyphens; it must be unique in the project (`409 already_exists`).',
         params: ProjectParams,
@@ -66,6 +71,8 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         tags,
         summary: 'Get an environment',
+        operationId: 'getEnvironment',
+        security: SESSION_OR_BEARER,
         description: '`{env}` is the environment id or its slug.',
         params: EnvironmentParams,
         response: { 200: DataEnvelope(Environment) },
@@ -81,6 +88,8 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         tags,
         summary: 'Rename an environment',
+        operationId: 'updateEnvironment',
+        security: SESSION_OR_BEARER,
         description:
           'Change `name` and/or `slug`. Admins and developers; an API key also needs `read_write` on the environment.',
         params: EnvironmentParams,
@@ -105,6 +114,8 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
       schema: {
         tags,
         summary: 'Delete an environment and all its secrets',
+        operationId: 'deleteEnvironment',
+        security: SESSION_OR_BEARER,
         description:
           'Admins only (an admin API key also needs `read_write` on it). Permanently deletes the environment, **every secret in it with all their versions**, and the API-key and CI-token grants of its key. Cannot be undone.',
         params: EnvironmentParams,

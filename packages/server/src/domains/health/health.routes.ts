@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../app.js';
 import { AppError } from '../../errors.js';
+import { NO_CREDENTIAL } from '../../http/openapi.js';
 import { DataEnvelope } from '../../http/schemas.js';
 
 const Health = DataEnvelope(
@@ -14,7 +15,13 @@ export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promi
     '/healthz',
     {
       config: { rateClass: 'none' },
-      schema: { tags: ['ops'], summary: 'Liveness probe', response: { 200: Health } },
+      schema: {
+        tags: ['ops'],
+        summary: 'Liveness probe',
+        operationId: 'getLiveness',
+        security: NO_CREDENTIAL,
+        response: { 200: Health },
+      },
     },
     async () => ({ data: { status: 'ok' as const } }),
   );
@@ -25,6 +32,8 @@ export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['ops'],
         summary: 'Readiness probe: the database answers',
+        operationId: 'getReadiness',
+        security: NO_CREDENTIAL,
         response: { 200: Health },
       },
     },

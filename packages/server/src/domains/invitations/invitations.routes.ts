@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
+import { SESSION_ONLY } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../projects/no-body.js';
@@ -49,6 +50,8 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
       schema: {
         tags,
         summary: 'Your pending invitations',
+        operationId: 'listInvitations',
+        security: SESSION_ONLY,
         description:
           'Signed-in users only. Invitations that are pending and not expired, with the project and the inviter. `sort`: created_at (default), invited_at, expires_at.',
         querystring: ListInvitationsQuery,
@@ -68,6 +71,8 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
       schema: {
         tags,
         summary: 'Accept an invitation',
+        operationId: 'acceptInvitation',
+        security: SESSION_ONLY,
         description:
           'Only the invited user, while the invitation is pending and unexpired (404 otherwise). The member becomes `active` with `joined_at` set; an admin then grants them the vault key. The body is optional: `{ "token": "…" }`, the token of the invitation e-mail\'s `/invite?token=…` link. While your e-mail address is unverified (`email_verified: false` in `GET /v1/me`: signed up without an invitation link), the token is required and proves the address: without it `403 forbidden` with details `token`/`required`, a token of another invitation `403 forbidden` `token`/`invalid`; a valid one marks the address verified. A verified user may omit it; a token that is sent must still match.',
         params: InvitationParams,
@@ -87,6 +92,8 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
       schema: {
         tags,
         summary: 'Decline an invitation',
+        operationId: 'declineInvitation',
+        security: SESSION_ONLY,
         description:
           'Only the invited user, while the invitation is pending (404 otherwise). No body and no token: declining harms no one. The member becomes `revoked`; an admin may invite the user again.',
         params: InvitationParams,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
+import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../projects/no-body.js';
@@ -32,6 +33,8 @@ export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Invite a member',
+        operationId: 'inviteMember',
+        security: SESSION_OR_BEARER,
         description:
           'Admins only. Creates a `pending` member and e-mails the invitee a link with a one-time token (`/invite?token=…`), which only that mailbox receives: signing up with it, or accepting with it, proves the address (an unverified account cannot accept without it). An address without an account gets a user id right away (name = the part of the e-mail before "@" until they sign up). `409 already_member` if the user is already a pending or active member; a declined or expired (`revoked`) invitation can be renewed this way.',
         params: ProjectParams,
@@ -51,6 +54,8 @@ export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'List members',
+        operationId: 'listMembers',
+        security: SESSION_OR_BEARER,
         description:
           'Any member and any API key of the project (CI tokens: 403). Filters `role`, `status`. `sort`: created_at (default), joined_at, invited_at, role, status, email, name (e-mail and name case-insensitive; missing dates last); ties break on member id in the same `order`. Active members carry `joined_at`, pending and revoked ones `invited_at`.',
         params: ProjectParams,
@@ -74,6 +79,8 @@ export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Change a member’s role',
+        operationId: 'updateMemberRole',
+        security: SESSION_OR_BEARER,
         description:
           'Admins only. The last active admin cannot be demoted (`422 last_admin`). Demoting to viewer removes the member’s vault grants.',
         params: MemberParams,
@@ -99,6 +106,8 @@ export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Remove a member',
+        operationId: 'removeMember',
+        security: SESSION_OR_BEARER,
         description:
           'Admins only; any status (withdraws a pending invitation). The last active admin cannot be removed (`422 last_admin`). Removing an admin or developer marks the vault `rekey_recommended`; the member’s grants go and the API keys and CI tokens they created are revoked. A second DELETE is 404.',
         params: MemberParams,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../app.js';
+import { SESSION_ONLY, SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from './no-body.js';
@@ -28,6 +29,8 @@ export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Pro
       schema: {
         tags,
         summary: 'List your projects',
+        operationId: 'listProjects',
+        security: SESSION_OR_BEARER,
         description:
           'Projects where the caller is an active member. An API key or CI token sees only the project it belongs to. `sort`: created_at (default), name (case-insensitive), updated_at; ties break on id.',
         querystring: ListProjectsQuery,
@@ -46,6 +49,8 @@ export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Pro
       schema: {
         tags,
         summary: 'Create a project',
+        operationId: 'createProject',
+        security: SESSION_ONLY,
         description:
           'Signed-in users only (not API keys or CI tokens). The creator becomes its first admin; the environments development, staging and production are created with it.',
         body: CreateProjectBody,
@@ -64,6 +69,8 @@ export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Pro
       schema: {
         tags,
         summary: 'Get a project',
+        operationId: 'getProject',
+        security: SESSION_OR_BEARER,
         description: 'Any member, API key or CI token of the project. Non-members get 404.',
         params: ProjectParams,
         response: { 200: ProjectResponse },
@@ -78,6 +85,8 @@ export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Pro
       schema: {
         tags,
         summary: 'Change a project’s name or description',
+        operationId: 'updateProject',
+        security: SESSION_OR_BEARER,
         description: 'Admins (and admin API keys).',
         params: ProjectParams,
         body: UpdateProjectBody,
@@ -95,6 +104,8 @@ export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Pro
       schema: {
         tags,
         summary: 'Delete a project and everything in it',
+        operationId: 'deleteProject',
+        security: SESSION_ONLY,
         description:
           'Signed-in admins only: irreversible, so API keys cannot do it. Environments, secrets, members, grants, API keys and CI tokens go with the project; its audit events stay.',
         params: ProjectParams,

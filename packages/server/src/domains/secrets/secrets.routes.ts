@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../app.js';
+import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { actorOf, AuditBuffer } from '../audit/audit.js';
 import { EnvironmentParams } from '../environments/environments.schemas.js';
@@ -49,6 +50,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'List secrets',
+        operationId: 'listSecretEnvelopes',
+        security: SESSION_OR_BEARER,
         description: `${READERS} Sort by \`created_at\` (default), \`updated_at\` or \`name\`. Responses carry a strong \`ETag\`; send it back in \`If-None-Match\` to get \`304 Not Modified\` while nothing in the environment changed. Listings by tokens are audited (\`secrets.listed\`, names only).`,
         params: EnvironmentParams,
         querystring: SecretListQuery,
@@ -81,6 +84,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Write and delete many secrets at once',
+        operationId: 'batchSecretEnvelopes',
+        security: SESSION_OR_BEARER,
         description: `All or nothing, in one transaction (e.g. a \`.env\` import): at most 1,000 items in \`secrets\` and \`delete\` together. Any invalid item, stale \`expected_version\` or stale epoch rejects the whole batch and names the item (\`secrets.3.value\`, \`delete.0\`). ${WRITERS}`,
         params: EnvironmentParams,
         body: BatchBody,
@@ -104,6 +109,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Get a secret with its value',
+        operationId: 'getSecretEnvelope',
+        security: SESSION_OR_BEARER,
         description:
           'Readers only (`403` for viewers and tokens without a scope on the environment). Reads by tokens are audited (`secret.read`).',
         params: SecretParams,
@@ -122,6 +129,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Create or update a secret',
+        operationId: 'putSecretEnvelope',
+        security: SESSION_OR_BEARER,
         description: `\`201\` when created, \`200\` when updated (a new version). \`expected_version\` guards against lost updates (\`0\`: must not exist yet). An omitted \`comment\` keeps the current one. ${WRITERS}`,
         params: SecretParams,
         body: PutSecretBody,
@@ -147,6 +156,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Delete a secret and all its versions',
+        operationId: 'deleteSecret',
+        security: SESSION_OR_BEARER,
         description: WRITE_ROLES,
         params: SecretParams,
         response: { 204: Type.Null({ description: 'Deleted' }) },
@@ -165,6 +176,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'List the versions of a secret',
+        operationId: 'listSecretVersions',
+        security: SESSION_OR_BEARER,
         description: `Every version the secret has had, newest first by default (sort \`created_at\` or \`version\`). ${READERS}`,
         params: SecretParams,
         querystring: VersionListQuery,
@@ -183,6 +196,8 @@ export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Prom
       schema: {
         tags,
         summary: 'Roll a secret back to an earlier version',
+        operationId: 'rollbackSecretEnvelope',
+        security: SESSION_OR_BEARER,
         description: `Writes the value of \`version\` again as a new version. Only versions encrypted under the current key epoch can be restored (\`409 version_conflict\`, issue \`stale_epoch\`, otherwise: after a re-key every version is re-encrypted, so this only affects versions written during a race). ${WRITE_ROLES}`,
         params: SecretParams,
         body: RollbackBody,

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { ready } from '@coffer/sdk';
 import type { AppContext } from '../../app.js';
+import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { ProjectParams } from '../vault/vault.schemas.js';
@@ -33,6 +35,8 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['api-keys'],
         summary: 'List API keys',
+        operationId: 'listApiKeys',
+        security: SESSION_OR_BEARER,
         description:
           'Admins. Revoked and expired keys are listed too (see `revoked_at`, `expires_at`). The bearer and its hash are never returned.',
         params: ProjectParams,
@@ -50,6 +54,8 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['api-keys'],
         summary: 'Create an API key',
+        operationId: 'postApiKey',
+        security: SESSION_OR_BEARER,
         description: `Admins (a signed-in admin, or an admin API key within its own scopes). The key's role is at most the creator's; a viewer key has no scopes. Scopes map environment ids or slugs to \`read\` or \`read_write\`; \`grants\` must hold exactly one environment-key grant per scoped environment at the current epoch, signed by the creator (422 otherwise, 409 \`stale_epoch\` after a re-key). ${KEY_PART_NOTE}`,
         params: ProjectParams,
         body: CreateApiKeyBody,
@@ -72,14 +78,17 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['api-keys'],
         summary: 'Revoke an API key',
+        operationId: 'revokeApiKey',
+        security: SESSION_OR_BEARER,
         description:
           'Admins. Takes effect immediately: the key is refused (401) from the next request, its environment-key grants are deleted, and the CI tokens it minted are revoked with it. Revoking a revoked key is a no-op (204).',
         params: TokenParams('apiKey'),
+        response: { 204: Type.Null({ description: 'Revoked' }) },
       },
     },
     async (request, reply) => {
       await service.revokeApiKey(actorOf(request), request.params.project_id, request.params.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
@@ -89,6 +98,8 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['ci-tokens'],
         summary: 'List CI tokens',
+        operationId: 'listCiTokens',
+        security: SESSION_OR_BEARER,
         description:
           'Admins see every CI token of the project; developers and API keys see the tokens they minted.',
         params: ProjectParams,
@@ -106,6 +117,8 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['ci-tokens'],
         summary: 'Mint a CI token',
+        operationId: 'postCiToken',
+        security: SESSION_OR_BEARER,
         description: `Admins, developers and API keys with role developer or above. A CI token lives 1 hour, or \`ttl_seconds\` (60–3600), never longer, and never beyond its minting API key's expiry; it acts as a developer within its scopes. An API key can only mint within its own scopes, \`read_write\` only where it has \`read_write\`, and signs the grants with its own signing key. ${KEY_PART_NOTE}`,
         params: ProjectParams,
         body: CreateCiTokenBody,
@@ -128,14 +141,17 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
       schema: {
         tags: ['ci-tokens'],
         summary: 'Revoke a CI token',
+        operationId: 'revokeCiToken',
+        security: SESSION_OR_BEARER,
         description:
           'Admins revoke any CI token, developers and API keys those they minted, and a CI token itself. Takes effect immediately (401 from the next request).',
         params: TokenParams('ciToken'),
+        response: { 204: Type.Null({ description: 'Revoked' }) },
       },
     },
     async (request, reply) => {
       await service.revokeCiToken(actorOf(request), request.params.project_id, request.params.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }
