@@ -19,6 +19,7 @@ export interface Database {
   audit_chain_heads: AuditChainHeadTable;
   outbox: OutboxTable;
   server_settings: ServerSettingTable;
+  key_pins: KeyPinsTable;
 }
 
 export interface UserTable {
@@ -75,6 +76,22 @@ export interface MemberTable {
   invitation_expires_at: string | null;
   joined_at: string | null;
   created_at: string;
+  updated_at: string;
+  /** The introduction secret sealed for admins (`v1.<epoch>.…`), set by the inviter's client. */
+  introduction_sealed_secret?: string | null;
+  /** The inviter's MAC under the introduction secret over the inviter's own keys. */
+  introduction_inviter_proof?: string | null;
+  /** The invitee's MAC under the introduction secret over its keys, sent with the acceptance. */
+  introduction_proof?: string | null;
+}
+
+/** A user's signed key pins document (the SDK's `SignedKeyPins`), latest version only. */
+export interface KeyPinsTable {
+  user_id: string;
+  version: number;
+  /** JSON of the document exactly as signed. */
+  document: string;
+  signature: string;
   updated_at: string;
 }
 

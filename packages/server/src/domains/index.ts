@@ -10,6 +10,7 @@ import { projectsRoutes } from './projects/projects.routes.js';
 import { identityRoutes } from './identity/identity.routes.js';
 import { vaultRoutes } from './vault/vault.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
+import { keyTrustRoutes } from './key-trust/key-trust.routes.js';
 
 export type DomainRoutes = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
 
@@ -25,4 +26,5 @@ export const V1_DOMAINS: DomainRoutes[] = [
   auditRoutes,
   vaultRoutes,
   tokensRoutes,
+  keyTrustRoutes,
 ];

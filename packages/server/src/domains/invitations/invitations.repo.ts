@@ -24,6 +24,9 @@ export interface InvitationRow {
   inviter_email: string | null;
   inviter_name: string | null;
   expires_at: string | null;
+  introduction_inviter_proof?: string | null;
+  inviter_public_key: string | null;
+  inviter_signing_public_key: string | null;
 }
 
 /** A user's invitations that are pending and not yet expired at `at`. */
@@ -55,6 +58,9 @@ export function listOpenInvitations(
       'inviter.email as inviter_email',
       'inviter.name as inviter_name',
       'members.invitation_expires_at as expires_at',
+      'members.introduction_inviter_proof',
+      'inviter.public_key as inviter_public_key',
+      'inviter.signing_public_key as inviter_signing_public_key',
     ]);
   return pageOf(query, dialect, SORT_COLUMNS, params, 'members.id').execute();
 }

@@ -82,7 +82,14 @@ export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): 
       },
     },
     async (request) =>
-      ok(await invitations.accept(actorOf(request), request.params.member_id, request.body.token)),
+      ok(
+        await invitations.accept(
+          actorOf(request),
+          request.params.member_id,
+          request.body.token,
+          request.body.introduction_proof,
+        ),
+      ),
   );
 
   r.post(

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { INTRODUCTION_PROOF_PATTERN } from '@coffer/sdk';
 import { listQuerySchema } from '../../http/pagination.js';
 import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
 import { StatusSchema, UserRefSchema } from '../members/members.schemas.js';
@@ -17,6 +18,20 @@ export const InvitationSchema = Type.Object(
     invited_at: Timestamp,
     invited_by: UserRefSchema,
     expires_at: Timestamp,
+    introduction: Type.Optional(
+      Type.Object(
+        {
+          inviter_proof: Type.String(),
+          inviter_public_key: Type.String(),
+          inviter_signing_public_key: Type.String(),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Only when the inviter’s client stored an introduction: a MAC under the secret of the introduction link over the inviter’s keys shown here; a client holding that secret checks it before trusting them',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -48,6 +63,13 @@ export const AcceptInvitationBody = Type.Object(
         maxLength: 200,
         description:
           'The one-time token from the invitation e-mail (the `token` of its `/invite?token=…` link). Required while your e-mail address is unverified; proves it.',
+      }),
+    ),
+    introduction_proof: Type.Optional(
+      Type.String({
+        pattern: INTRODUCTION_PROOF_PATTERN.source,
+        description:
+          'With an introduction link (`/invite?member=…#k=…`): HMAC-SHA-256 under HKDF(k) over your member id, user id and public keys (CRYPTO.md), base64url. Stored for the project’s admins, whose clients check it against the keys the server shows before granting you the vault key.',
       }),
     ),
   },

@@ -77,6 +77,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
     memberId: string,
     outcome: { status: MemberTable['status']; action: string },
     precondition: Precondition,
+    introductionProof?: string,
   ): Promise<MemberWithUser> {
     const principal = requireSession(actor.principal, 'answer invitations');
     const now = clock.now();
@@ -95,6 +96,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
         joined_at: joinedAt,
         invitation_token_hash: null,
         updated_at: at,
+        ...(introductionProof !== undefined ? { introduction_proof: introductionProof } : {}),
       });
       await recordAudit(
         trx,
@@ -110,6 +112,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
             before: { status: 'pending' },
             after: { status: outcome.status },
             ...proof,
+            ...(introductionProof !== undefined ? { introduction_proof: true } : {}),
           },
         },
         now,
@@ -133,14 +136,16 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
     /**
      * pending → active, `joined_at` set; an unverified caller needs the
      * invitation's token (see `proveAddress`). An admin then grants the vault
-     * key to the new member.
+     * key to the new member. `introductionProof`: the invitee's MAC over its
+     * keys under the introduction secret (opaque here), kept for the admins.
      */
-    async accept(actor: Actor, memberId: string, token?: string) {
+    async accept(actor: Actor, memberId: string, token?: string, introductionProof?: string) {
       const member = await answer(
         actor,
         memberId,
         { status: 'active', action: 'invitation.accepted' },
         proveAddress(token),
+        introductionProof,
       );
       return {
         id: member.id,
@@ -176,5 +181,16 @@ function toInvitation(row: InvitationRow) {
       name: row.inviter_name ?? '',
     },
     expires_at: row.expires_at!,
+    // Only when the inviter's client stored an introduction: what the invitee
+    // checks, with the secret from the introduction link, to trust the inviter's keys.
+    ...(row.introduction_inviter_proof && row.inviter_public_key && row.inviter_signing_public_key
+      ? {
+          introduction: {
+            inviter_proof: row.introduction_inviter_proof,
+            inviter_public_key: row.inviter_public_key,
+            inviter_signing_public_key: row.inviter_signing_public_key,
+          },
+        }
+      : {}),
   };
 }

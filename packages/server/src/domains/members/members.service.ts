@@ -11,8 +11,15 @@ import { forgetCredential, hashToken } from '../identity/credentials.js';
 import { hasLapsed, expireLapsedInvitations, revokeLapsed } from '../invitations/expiry.js';
 import { invitationMail } from '../invitations/invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
-import { lockedProjectAccess, projectAccess, requireRole } from '../projects/access.js';
+import {
+  lockedProjectAccess,
+  projectAccess,
+  requireRole,
+  requireSession,
+} from '../projects/access.js';
 import { findProject, markRekeyRecommended } from '../projects/projects.repo.js';
+import { staleEpoch } from '../vault/grants.js';
+import { vaultState } from '../vault/vault.repo.js';
 import {
   countActiveAdmins,
   countMembers,
@@ -187,6 +194,61 @@ export function membersService(ctx: Deps) {
         invited_at: member.invited_at,
         invited_by: member.invited_by,
       };
+    },
+
+    /**
+     * Stores the introduction secret of a pending invitation, sealed by the
+     * inviting admin's client for the project's admins (under the current
+     * epoch's project key), and the inviter's proof over their own keys. The
+     * server cannot open either; it keeps them for the admins' clients, which
+     * check the invitee's proof before granting. Set once, while pending and
+     * before the invitee has answered.
+     */
+    async setIntroduction(
+      actor: Actor,
+      projectId: string,
+      memberId: string,
+      input: { sealed_secret: string; inviter_proof: string },
+    ): Promise<void> {
+      const principal = requireSession(actor.principal, 'introduce members');
+      await db.transaction().execute(async (trx) => {
+        const access = await lockedProjectAccess(trx, dialect, principal, projectId);
+        requireRole(access, 'admin', 'introduce members');
+        const member = await memberInProject(trx, projectId, memberId);
+        if (member.status !== 'pending') {
+          throw new AppError('version_conflict', 'The invitation is no longer pending', [
+            { field: 'member_id', issue: 'not_pending' },
+          ]);
+        }
+        if (member.introduction_sealed_secret) {
+          throw new AppError('version_conflict', 'This invitation already has an introduction', [
+            { field: 'sealed_secret', issue: 'already_set' },
+          ]);
+        }
+        const state = await vaultState(trx, projectId);
+        const epoch = Number(/^v1\.(\d+)\./.exec(input.sealed_secret)?.[1]);
+        if (!state || state.vault_epoch === 0 || epoch !== state.vault_epoch) {
+          throw staleEpoch('sealed_secret', state?.vault_epoch ?? 0);
+        }
+        const now = clock.now();
+        await updateMember(trx, member.id, {
+          introduction_sealed_secret: input.sealed_secret,
+          introduction_inviter_proof: input.inviter_proof,
+          updated_at: now.toISOString(),
+        });
+        await recordAudit(
+          trx,
+          actor,
+          {
+            projectId,
+            action: 'member.introduced',
+            targetType: 'member',
+            targetId: member.id,
+            data: { user_id: member.user_id, inviter_id: principal.userId, epoch },
+          },
+          now,
+        );
+      });
     },
 
     /** Any member or API key of the project; CI tokens are for pipelines and see no members. */

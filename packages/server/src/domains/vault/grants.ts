@@ -164,10 +164,19 @@ export const asGrant = (row: GrantRow): Grant => ({
   signature: row.signature,
 });
 
-export const grantView = (row: GrantRow & { granter_signing_public_key: string | null }) => ({
+export const grantView = (
+  row: GrantRow & {
+    granter_signing_public_key: string | null;
+    granter_public_key?: string | null;
+    granter_email?: string | null;
+  },
+) => ({
   id: row.id,
   ...asGrant(row),
   recipient_type: row.recipient_type,
   granter_signing_public_key: row.granter_signing_public_key,
+  // A user granter's X25519 key and e-mail, so clients can compare both keys with their pins.
+  granter_public_key: row.granter_public_key ?? null,
+  granter_email: row.granter_email ?? null,
   created_at: row.created_at,
 });

@@ -39,6 +39,7 @@ export async function grantsOf(
         .coalesce('u.signing_public_key', 'k.signing_public_key')
         .as('granter_signing_public_key'),
     )
+    .select(['u.public_key as granter_public_key', 'u.email as granter_email'])
     .where('g.project_id', '=', projectId)
     .where('g.epoch', '=', epoch)
     .where('g.recipient_type', '=', recipientType)
@@ -77,6 +78,8 @@ function vaultMembersQuery(db: Db, projectId: string) {
       'u.name',
       'u.public_key',
       'u.signing_public_key',
+      'm.introduction_sealed_secret',
+      'm.introduction_proof',
     ])
     .where('m.project_id', '=', projectId)
     .where('m.status', '=', 'active')
@@ -152,6 +155,48 @@ export async function initializeVault(db: Db, projectId: string): Promise<void> 
     .set({ vault_epoch: 1 })
     .where('id', '=', projectId)
     .where('vault_epoch', '=', 0)
+    .execute();
+}
+
+// ---- introductions --------------------------------------------------------
+
+/**
+ * Pending and active members whose invitation carries an introduction sealed
+ * under the project key: a re-key must re-seal each under the new epoch.
+ */
+export async function introductionsOf(db: Db, projectId: string) {
+  return db
+    .selectFrom('members')
+    .select(['id as member_id', 'user_id', 'introduction_sealed_secret as sealed_secret'])
+    .where('project_id', '=', projectId)
+    .where('status', 'in', ['pending', 'active'])
+    .where('introduction_sealed_secret', 'is not', null)
+    .orderBy('id')
+    .execute() as Promise<{ member_id: string; user_id: string; sealed_secret: string }[]>;
+}
+
+export async function resealIntroductions(
+  db: Db,
+  projectId: string,
+  sealed: readonly { member_id: string; sealed_secret: string }[],
+): Promise<void> {
+  for (const s of sealed) {
+    await db
+      .updateTable('members')
+      .set({ introduction_sealed_secret: s.sealed_secret })
+      .where('project_id', '=', projectId)
+      .where('id', '=', s.member_id)
+      .execute();
+  }
+}
+
+/** A re-key that re-sealed none: the old seals are unreadable once the old grants go. */
+export async function clearIntroductionSeals(db: Db, projectId: string): Promise<void> {
+  await db
+    .updateTable('members')
+    .set({ introduction_sealed_secret: null, introduction_inviter_proof: null })
+    .where('project_id', '=', projectId)
+    .where('introduction_sealed_secret', 'is not', null)
     .execute();
 }
 

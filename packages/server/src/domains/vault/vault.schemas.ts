@@ -3,6 +3,7 @@ import {
   KEY_32_PATTERN,
   MAX_SECRET_ENVELOPE_LENGTH,
   SEALED_KEY_PATTERN,
+  SEALED_INTRODUCTION_PATTERN,
   SECRET_ENVELOPE_PATTERN,
   SIGNATURE_PATTERN,
 } from '@coffer/sdk';
@@ -66,6 +67,12 @@ export const GrantView = Type.Object(
     sealed_key: Type.String(),
     granter_id: Type.String(),
     granter_signing_public_key: Nullable(Type.String()),
+    granter_public_key: Nullable(
+      Type.String({ description: 'A user granter’s X25519 key (null for an API key)' }),
+    ),
+    granter_email: Nullable(
+      Type.String({ description: 'A user granter’s e-mail (null for an API key)' }),
+    ),
     signature: Type.String(),
     created_at: Timestamp,
   },
@@ -87,7 +94,30 @@ const MemberKeys = {
 };
 
 export const PendingGrant = Type.Object(
-  { member_id: Type.String(), ...MemberKeys },
+  {
+    member_id: Type.String(),
+    ...MemberKeys,
+    introduction: Type.Optional(
+      Type.Object(
+        {
+          sealed_secret: Type.String({
+            description: 'The introduction secret sealed for admins (open it with the project key)',
+          }),
+          proof: Nullable(
+            Type.String({
+              description:
+                'The invitee’s MAC over its keys under that secret; null when they accepted without the introduction link',
+            }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Only when the inviter stored an introduction: check `proof` against the keys above before granting',
+        },
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -189,6 +219,16 @@ export const Snapshot = DataEnvelope(
       members: Type.Array(Type.Object(MemberKeys, { additionalProperties: false }), {
         description: 'Every member who must receive the new project key',
       }),
+      introductions: Type.Array(
+        Type.Object(
+          { member_id: Type.String(), user_id: Type.String(), sealed_secret: Type.String() },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            'Introduction secrets sealed under the current epoch (pending and active members): re-seal each under the new epoch in `introductions` of the re-key',
+        },
+      ),
       api_keys: Type.Array(
         Type.Object(
           {
@@ -250,6 +290,22 @@ export const RekeyBody = Type.Object(
         { additionalProperties: false },
       ),
       { maxItems: 100_000 },
+    ),
+    introductions: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            member_id: Type.String({ pattern: idPattern('member') }),
+            sealed_secret: Type.String({ pattern: SEALED_INTRODUCTION_PATTERN.source }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          maxItems: 10_000,
+          description:
+            'Every introduction of the snapshot re-sealed under the new epoch (409 when one is missing or extra). Left out, the stored introductions are dropped: those members then need a fingerprint comparison',
+        },
+      ),
     ),
   },
   { additionalProperties: false },

@@ -27,6 +27,8 @@ export interface RekeyInput {
   versions: readonly { id: string; value: string }[];
   grants: readonly MemberGrantInput[];
   token_grants: readonly (MemberGrantInput & { environment_id: string })[];
+  /** Introduction secrets re-sealed under the new epoch; absent: the stored ones are dropped. */
+  introductions?: readonly { member_id: string; sealed_secret: string }[] | undefined;
 }
 
 /** At most this many ids are listed in a 409's details; `count` says how many there are. */
@@ -133,7 +135,18 @@ export function vaultService(deps: VaultDeps) {
       const pending = await repo.membersAwaitingGrant(kysely, projectId, epoch);
       return {
         ...status,
-        pending_grants: pending.map((m) => ({ member_id: m.member_id, ...memberKeys(m) })),
+        pending_grants: pending.map((m) => ({
+          member_id: m.member_id,
+          ...memberKeys(m),
+          ...(m.introduction_sealed_secret
+            ? {
+                introduction: {
+                  sealed_secret: m.introduction_sealed_secret,
+                  proof: m.introduction_proof ?? null,
+                },
+              }
+            : {}),
+        })),
       };
     },
 
@@ -271,12 +284,14 @@ export function vaultService(deps: VaultDeps) {
         const versions = await repo.allVersions(trx, projectId);
         const members = await repo.vaultMembers(trx, projectId);
         const tokens = await repo.liveTokens(trx, projectId, now);
+        const introductions = await repo.introductionsOf(trx, projectId);
         return {
           project_id: projectId,
           epoch: state.vault_epoch,
           environments,
           versions,
           members: members.map(memberKeys),
+          introductions,
           api_keys: tokens
             .filter((t) => t.type === 'api_key')
             .map((t) => ({
@@ -370,6 +385,7 @@ export function vaultService(deps: VaultDeps) {
         const members = await repo.vaultMembers(trx, projectId);
         const tokens = await repo.liveTokens(trx, projectId, at.toISOString());
         const stored = new Set(await repo.versionIds(trx, projectId));
+        const introductions = await repo.introductionsOf(trx, projectId);
         const details = [
           ...compareSets('versions', stored, new Set(input.versions.map((v) => v.id))),
           ...compareSets(
@@ -382,7 +398,24 @@ export function vaultService(deps: VaultDeps) {
             new Set(tokens.flatMap((t) => Object.keys(t.scopes).map((e) => `${t.id}/${e}`))),
             new Set(input.token_grants.map(tokenKey)),
           ),
+          ...(input.introductions
+            ? compareSets(
+                'introductions',
+                new Set(introductions.map((i) => i.member_id)),
+                new Set(input.introductions.map((i) => i.member_id)),
+              )
+            : []),
         ];
+        const resealedAt = (input.introductions ?? []).findIndex(
+          (i) => Number(i.sealed_secret.split('.')[1]) !== to,
+        );
+        if (resealedAt >= 0) {
+          details.push({
+            field: `introductions.${resealedAt}.sealed_secret`,
+            issue: 'wrong_epoch',
+            expected_epoch: to,
+          });
+        }
         if (details.length) {
           throw new AppError(
             'version_conflict',
@@ -442,6 +475,9 @@ export function vaultService(deps: VaultDeps) {
           // leave a value under the old key.
           throw new AppError('internal_error', 'A secret has no stored current version');
         }
+        if (input.introductions)
+          await repo.resealIntroductions(trx, projectId, input.introductions);
+        else await repo.clearIntroductionSeals(trx, projectId);
         await repo.deleteAllGrants(trx, projectId);
         await repo.insertGrants(trx, [...memberRows, ...tokenRows]);
         await repo.advanceEpoch(trx, projectId, to);

@@ -1,0 +1,131 @@
+import { fingerprint, verifyKeyPins, type KeyPinsDocument } from '@coffer/sdk';
+import type { AppContext } from '../../app.js';
+import { AppError } from '../../errors.js';
+import type { Principal } from '../../http/principal.js';
+import { projectAccess, requireSession } from '../projects/access.js';
+import { userKeys, vaultMembers } from '../vault/vault.repo.js';
+
+type Deps = Pick<AppContext, 'db' | 'clock'>;
+
+/**
+ * Key pins: each user's signed document of the keys they accepted for others.
+ * The server checks the signature against the user's signing key (so a client
+ * bug cannot store garbage) and that the version grows; it cannot alter a
+ * document without the owner's key, only withhold or roll it back, which
+ * clients detect by remembering the highest version they saw.
+ */
+export function keyTrustService({ db: { kysely: db }, clock }: Deps) {
+  return {
+    async getPins(principal: Principal | null) {
+      const { userId } = requireSession(principal, 'have key pins');
+      const row = await db
+        .selectFrom('key_pins')
+        .select(['version', 'document', 'signature'])
+        .where('user_id', '=', userId)
+        .executeTakeFirst();
+      if (!row) return { version: 0, document: null, signature: null };
+      return {
+        version: Number(row.version),
+        document: JSON.parse(row.document) as KeyPinsDocument,
+        signature: row.signature,
+      };
+    },
+
+    async putPins(
+      principal: Principal | null,
+      input: { document: KeyPinsDocument; signature: string },
+    ) {
+      const { userId } = requireSession(principal, 'store key pins');
+      const { document, signature } = input;
+      if (document.user_id !== userId) {
+        throw new AppError('unprocessable', 'The document must be your own (user_id)', [
+          { field: 'document.user_id', issue: 'not_yours' },
+        ]);
+      }
+      const keys = await userKeys(db, userId);
+      if (!keys?.signing_public_key)
+        throw new AppError('forbidden', 'Your account has no signing key');
+      try {
+        verifyKeyPins({ document, signature }, keys.signing_public_key);
+      } catch {
+        throw new AppError(
+          'unprocessable',
+          'The signature does not verify against your signing key, or the document is malformed (pins sorted by user_id, one per user)',
+          [{ field: 'signature', issue: 'invalid_signature' }],
+        );
+      }
+      const at = clock.now().toISOString();
+      await db.transaction().execute(async (trx) => {
+        const current = await trx
+          .selectFrom('key_pins')
+          .select('version')
+          .where('user_id', '=', userId)
+          .executeTakeFirst();
+        const currentVersion = current ? Number(current.version) : 0;
+        if (document.version <= currentVersion) {
+          throw new AppError(
+            'version_conflict',
+            `The stored key pins are at version ${currentVersion}: fetch them, merge and send a higher version`,
+            [{ field: 'document.version', issue: 'not_growing', current_version: currentVersion }],
+          );
+        }
+        const row = {
+          version: document.version,
+          document: JSON.stringify(document),
+          signature,
+          updated_at: at,
+        };
+        if (current) {
+          const result = await trx
+            .updateTable('key_pins')
+            .set(row)
+            .where('user_id', '=', userId)
+            .where('version', '=', currentVersion)
+            .executeTakeFirst();
+          if (Number(result.numUpdatedRows) !== 1) {
+            throw new AppError(
+              'version_conflict',
+              'The key pins changed meanwhile: fetch them and retry',
+              [{ field: 'document.version', issue: 'not_growing' }],
+            );
+          }
+        } else {
+          await trx
+            .insertInto('key_pins')
+            .values({ user_id: userId, ...row })
+            .onConflict((oc) => oc.column('user_id').doNothing())
+            .execute();
+          const stored = await trx
+            .selectFrom('key_pins')
+            .select('version')
+            .where('user_id', '=', userId)
+            .executeTakeFirstOrThrow();
+          if (Number(stored.version) !== document.version) {
+            throw new AppError(
+              'version_conflict',
+              'The key pins changed meanwhile: fetch them and retry',
+              [{ field: 'document.version', issue: 'not_growing' }],
+            );
+          }
+        }
+      });
+      return { version: document.version, document, signature };
+    },
+
+    /** The public keys of a project's active admins and developers, for any member of the project. */
+    async memberKeys(principal: Principal | null, projectId: string) {
+      await projectAccess(db, principal, projectId);
+      const rows = await vaultMembers(db, projectId);
+      return rows.map((m) => ({
+        member_id: m.member_id,
+        user_id: m.user_id,
+        email: m.email,
+        name: m.name,
+        role: m.role as 'admin' | 'developer',
+        public_key: m.public_key!,
+        signing_public_key: m.signing_public_key!,
+        fingerprint: fingerprint(m.public_key!, m.signing_public_key!),
+      }));
+    },
+  };
+}
