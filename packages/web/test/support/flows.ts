@@ -10,6 +10,8 @@ export interface Account {
   password: string;
 }
 
+export type Credentials = Pick<Account, 'email' | 'password'>;
+
 export const newAccount = (prefix: string): Account => ({
   name: `${prefix[0]!.toUpperCase()}${prefix.slice(1)} Tester`,
   email: emailFor(prefix),
@@ -45,7 +47,7 @@ export async function signUp(visitor: Visitor, account: Account): Promise<void> 
   await expect(visitor.page.getByRole('heading', { name: 'Projects', level: 1 })).toBeVisible();
 }
 
-export async function signIn(page: Page, account: Account): Promise<void> {
+export async function signIn(page: Page, account: Credentials): Promise<void> {
   await expect(page.getByRole('heading', { name: 'Sign in to Coffer' })).toBeVisible();
   await page.getByLabel('E-mail', { exact: true }).fill(account.email);
   await page.getByLabel('Password', { exact: true }).fill(account.password);
@@ -55,7 +57,7 @@ export async function signIn(page: Page, account: Account): Promise<void> {
   });
 }
 
-export async function unlock(page: Page, account: Account): Promise<void> {
+export async function unlock(page: Page, account: Credentials): Promise<void> {
   await expect(page.getByRole('heading', { name: 'Unlock Coffer' })).toBeVisible();
   await page.getByLabel('Password', { exact: true }).fill(account.password);
   await page.getByRole('button', { name: 'Unlock' }).click();
@@ -133,7 +135,9 @@ export async function editCell(
   environment: string,
   value: string,
 ): Promise<void> {
-  await cell(page, name, environment).dblclick();
+  // Near the left edge: the hover actions overlay the cell and, in a narrow
+  // column, its middle (a double-click there toggles Reveal twice).
+  await cell(page, name, environment).dblclick({ position: { x: 12, y: 12 } });
   const editor = page.getByLabel(`Value of ${name} in ${environment}`, { exact: true });
   await editor.fill(value);
   await editor.press('Enter');

@@ -21,8 +21,9 @@ export async function seedAccount(
   coffer: Coffer,
   prefix: string,
   invitationToken?: string,
+  email?: string,
 ): Promise<Seeded> {
-  const account = newAccount(prefix);
+  const account = { ...newAccount(prefix), ...(email ? { email } : {}) };
   const client = await coffer.client();
   const { user, keys } = await sdkSignUp(client, {
     email: account.email,
