@@ -39,9 +39,12 @@ export function utf8Encode(text: string): Uint8Array {
   return sodium().from_string(text);
 }
 
+// `ignoreBOM`: a value that starts with U+FEFF keeps it (libsodium's to_string dropped it).
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** Fatal UTF-8 decoding: invalid sequences throw instead of becoming U+FFFD. */
 export function utf8Decode(bytes: Uint8Array): string {
-  return sodium().to_string(bytes);
+  return UTF8.decode(bytes);
 }
 
 export function concatBytes(...parts: Uint8Array[]): Uint8Array {
