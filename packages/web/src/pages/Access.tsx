@@ -82,7 +82,7 @@ export function AccessPage() {
                       onClick={() => setGranting(member)}
                       aria-label={`Grant the key to ${member.email}`}
                     >
-                      Grant…
+                      Grant
                     </button>
                   </td>
                 </tr>

@@ -36,6 +36,8 @@ export function InvitationList({ token }: { token?: string }) {
   const invitations = useQuery({
     queryKey: ['invitations'],
     queryFn: () => listInvitations(client, { per_page: 100 }),
+    // New invitations arrive by others' hands: ask again whenever the list is shown.
+    staleTime: 0,
   });
   const answer = useMutation({
     mutationFn: async (input: { invitation: Invitation; accept: boolean }) => {

@@ -212,7 +212,7 @@ export function MembersPage() {
                               remove.reset();
                               setRemoving(member);
                             }}
-                            aria-label={`Remove ${member.user.email}`}
+                            aria-label={`${member.status === 'pending' ? 'Withdraw the invitation of' : 'Remove'} ${member.user.email}`}
                           >
                             {member.status === 'pending' ? 'Withdraw' : 'Remove'}
                           </button>
