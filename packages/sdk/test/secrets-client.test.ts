@@ -30,7 +30,14 @@ import {
 } from '../src/index.js';
 import { parse as parseYaml } from 'yaml';
 import { DIALECTS } from '../../server/test/support/db.js';
-import { join, newUser, startServer, type Member, type Server } from './vault-support.js';
+import {
+  join,
+  newUser,
+  ownFingerprint,
+  startServer,
+  type Member,
+  type Server,
+} from './vault-support.js';
 
 async function rejectsWith(promise: Promise<unknown>, status: number, code: string) {
   await assert.rejects(promise, (error: unknown) => {
@@ -58,7 +65,9 @@ for (const dialect of DIALECTS) {
       projectId = (await createProjectWithVault(admin.client, admin.keys, { name: 'Shop' })).id;
       const adminVault = await openVault(admin.client, projectId, admin.keys);
       await join(admin, developer, projectId, 'developer');
-      await grantMember(adminVault, developer.id);
+      await grantMember(adminVault, developer.id, {
+        expectedFingerprint: ownFingerprint(developer),
+      });
       adminScope = { client: admin.client, projectId, keys: adminVault };
       devScope = {
         client: developer.client,

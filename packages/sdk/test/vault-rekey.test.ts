@@ -27,6 +27,7 @@ import {
   environmentIds,
   join,
   newUser,
+  ownFingerprint,
   readSecret,
   startServer,
   writeSecret,
@@ -74,7 +75,7 @@ for (const dialect of DIALECTS) {
       for (const member of [developer, leaver]) {
         const memberId = await join(admin, member, projectId, 'developer');
         if (member === leaver) leaverMemberId = memberId;
-        await grantMember(adminVault, member.id);
+        await grantMember(adminVault, member.id, { expectedFingerprint: ownFingerprint(member) });
       }
       developerVault = await openVault(developer.client, projectId, developer.keys);
       const leaverVault = await openVault(leaver.client, projectId, leaver.keys);

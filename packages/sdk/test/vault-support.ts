@@ -6,6 +6,7 @@ import {
   apiPath,
   decryptSecretValue,
   encryptSecretValue,
+  fingerprint,
   signUp,
   type UserKeys,
   type VaultSession,
@@ -150,3 +151,7 @@ export async function decryptWith(
     envelope,
   });
 }
+
+/** The fingerprint a member reads out to an admin (of their own keys): what a grant without an introduction needs. */
+export const ownFingerprint = (member: Member): string =>
+  fingerprint(member.keys.encryption.publicKey, member.keys.signing.publicKey);

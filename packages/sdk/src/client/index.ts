@@ -36,3 +36,4 @@ export * from './members.js';
 export * from './environments.js';
 export * from './secrets.js';
 export * from './audit.js';
+export * from './key-trust.js';

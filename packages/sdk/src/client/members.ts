@@ -53,6 +53,12 @@ export interface Invitation {
   invited_at: string;
   invited_by: UserRef;
   expires_at: string;
+  /** When the inviter stored an introduction: their keys and their proof under the link's secret. */
+  introduction?: {
+    inviter_proof: string;
+    inviter_public_key: string;
+    inviter_signing_public_key: string;
+  };
 }
 
 export interface AcceptedMember {
@@ -126,11 +132,20 @@ export const acceptInvitation = (
   client: CofferClient,
   memberId: string,
   token?: string,
+  /** From `acceptWithIntroduction`: the proof over your keys under the introduction secret. */
+  introductionProof?: string,
 ): Promise<AcceptedMember> =>
   client.request<AcceptedMember>(
     'POST',
     apiPath`/v1/invitations/${memberId}/accept`,
-    token !== undefined ? { body: { token } } : {},
+    token !== undefined || introductionProof !== undefined
+      ? {
+          body: {
+            ...(token !== undefined ? { token } : {}),
+            ...(introductionProof !== undefined ? { introduction_proof: introductionProof } : {}),
+          },
+        }
+      : {},
   );
 
 export const declineInvitation = (client: CofferClient, memberId: string): Promise<void> =>

@@ -11,6 +11,9 @@ export interface StoredGrant extends Grant {
   id: string;
   recipient_type: RecipientType;
   granter_signing_public_key: string | null;
+  /** A user granter's X25519 key and e-mail (null for an API key), to compare with pins. */
+  granter_public_key?: string | null;
+  granter_email?: string | null;
   created_at: string;
 }
 
@@ -28,6 +31,8 @@ export interface VaultMember {
 
 export interface PendingGrant extends VaultMember {
   member_id: string;
+  /** When the inviter stored an introduction: the secret sealed for admins and the invitee's proof (null if they accepted without the introduction link). */
+  introduction?: { sealed_secret: string; proof: string | null };
 }
 
 export interface VaultStatus {
@@ -72,6 +77,8 @@ export interface VaultSnapshot {
     value: string;
   }[];
   members: VaultMember[];
+  /** Introduction secrets sealed under the current epoch: a re-key re-seals them. */
+  introductions?: { member_id: string; user_id: string; sealed_secret: string }[];
   api_keys: {
     id: string;
     name: string;
@@ -94,6 +101,7 @@ export interface RekeyUpload {
   versions: { id: string; value: string }[];
   grants: GrantUpload[];
   token_grants: (GrantUpload & { environment_id: string })[];
+  introductions?: { member_id: string; sealed_secret: string }[];
 }
 
 export interface RekeyResult {

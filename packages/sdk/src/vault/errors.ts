@@ -19,6 +19,14 @@ export type VaultErrorCode =
   | 'fingerprint_mismatch'
   /** The member is not waiting for a grant (already granted, a viewer, or not an active member). */
   | 'not_pending'
+  /** The keys the server shows for a member do not match the introduction they accepted (or it does not open). */
+  | 'introduction_mismatch'
+  /** The member joined without a verified introduction: compare fingerprints and pass `expectedFingerprint`. */
+  | 'unverified_member'
+  /** The server shows a key for a user that differs from the one pinned (accepted earlier). */
+  | 'key_changed'
+  /** The server returned key pins older than the highest version this client has seen. */
+  | 'pins_rollback'
   | 'unknown_environment';
 
 export class VaultError extends Error {

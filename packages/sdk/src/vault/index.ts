@@ -7,3 +7,5 @@ export * from './project.js';
 export * from './rekey.js';
 export * from './tokens.js';
 export * from './credential.js';
+export * from './key-pins.js';
+export * from './introduction.js';

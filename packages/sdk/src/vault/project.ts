@@ -3,6 +3,8 @@ import { CofferApiError } from '../client/errors.js';
 import type { CofferClient } from '../client/http.js';
 import { getVault, postVaultGrants, type PendingGrant } from '../client/vault.js';
 import { VaultError } from './errors.js';
+import { checkIntroduction } from './introduction.js';
+import type { KeyPins } from './key-pins.js';
 import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
 
 /** A project as `POST /v1/projects` returns it. */
@@ -72,15 +74,60 @@ export interface GrantedMember {
   epoch: number;
 }
 
+/** What vouches for a pending member's keys: their introduction, the fingerprint compared, or a verified pin. */
+export type VouchedBy = 'introduction' | 'fingerprint' | 'pin';
+
+export interface GrantMemberOptions {
+  /** The fingerprint the admin compared with the member out of band. */
+  expectedFingerprint?: string;
+  /** The admin's key pins: a member pinned with other keys is refused (`key_changed`); the granted keys are pinned as verified. */
+  pins?: KeyPins;
+}
+
 /**
- * Grants the project key to a member awaiting it (an admin's session). Pass
- * `expectedFingerprint` — the one the admin compared with the member out of
- * band — and the grant is refused if the server reports different keys.
+ * How the keys the server shows for a pending member are vouched for, or why
+ * not: `introduction_mismatch` (their introduction proof fails against these
+ * keys), `key_changed` (pinned with other keys), `fingerprint_mismatch`,
+ * `unverified_member` (no introduction, no verified pin, no fingerprint given).
+ */
+export function vouchFor(
+  session: VaultSession,
+  member: PendingGrant,
+  options: GrantMemberOptions = {},
+): VouchedBy {
+  const pinned = options.pins?.check(member);
+  const introduced = checkIntroduction(session, member);
+  if (
+    options.expectedFingerprint !== undefined &&
+    normalizeFingerprint(options.expectedFingerprint) !== normalizeFingerprint(member.fingerprint)
+  ) {
+    throw new VaultError(
+      'fingerprint_mismatch',
+      `The keys of ${member.email} have fingerprint ${member.fingerprint}, not the one you confirmed`,
+    );
+  }
+  if (introduced === 'verified') return 'introduction';
+  if (options.expectedFingerprint !== undefined) return 'fingerprint';
+  if (pinned === 'verified') return 'pin';
+  throw new VaultError(
+    'unverified_member',
+    `${member.email} joined without a verified introduction, so nothing vouches that the keys the server shows (fingerprint ${member.fingerprint}) are theirs: compare that fingerprint with ${member.email} out of band (in person, on a call) and grant with it`,
+  );
+}
+
+/**
+ * Grants the project key to a member awaiting it (an admin's session). The
+ * keys the server shows must be vouched for: the member's introduction proof
+ * (`inviteWithIntroduction` + `acceptWithIntroduction`) is checked and a
+ * mismatch refused (`introduction_mismatch`); without one, pass
+ * `expectedFingerprint`, the one the admin compared with the member out of band
+ * (`unverified_member` otherwise, `fingerprint_mismatch` if it differs), or
+ * have them pinned as verified in `pins`.
  */
 export async function grantMember(
   session: VaultSession,
   memberUserId: string,
-  options: { expectedFingerprint?: string } = {},
+  options: GrantMemberOptions = {},
 ): Promise<GrantedMember> {
   for (let attempt = 1; ; attempt++) {
     const pending = await pendingGrants(session);
@@ -91,15 +138,7 @@ export async function grantMember(
         `${memberUserId} is not waiting for the project key (already granted, a viewer, or not an active member)`,
       );
     }
-    if (
-      options.expectedFingerprint !== undefined &&
-      normalizeFingerprint(options.expectedFingerprint) !== normalizeFingerprint(member.fingerprint)
-    ) {
-      throw new VaultError(
-        'fingerprint_mismatch',
-        `The keys of ${member.email} have fingerprint ${member.fingerprint}, not the one you confirmed`,
-      );
-    }
+    vouchFor(session, member, options);
     const { key, epoch } = session.projectKey();
     const grant = createGrant({
       key,
@@ -113,6 +152,10 @@ export async function grantMember(
     });
     try {
       await postVaultGrants(session.client, session.projectId, [grantUpload(grant)]);
+      if (options.pins) {
+        options.pins.accept(member, 'verified');
+        await options.pins.save();
+      }
       return { userId: member.user_id, fingerprint: member.fingerprint, epoch };
     } catch (error) {
       // A re-key landed in between: refetch the new key and grant that one.

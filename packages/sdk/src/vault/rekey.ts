@@ -16,6 +16,7 @@ import {
   type RekeyUpload,
   type VaultSnapshot,
 } from '../client/vault.js';
+import { resealIntroductions } from './introduction.js';
 import { grantUpload } from './project.js';
 import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
 
@@ -61,6 +62,12 @@ export async function rekey(
       report({ phase: 'snapshot', done: 0, total: 1, attempt });
       const snapshot = await getVaultSnapshot(client, projectId);
       if (snapshot.epoch !== session.epoch) await session.refresh();
+      const pins = await options.pins;
+      if (pins) {
+        // Refuse to seal the new key to a member whose keys differ from their pin.
+        for (const member of snapshot.members) pins.accept(member);
+        if (pins.dirty) await pins.save();
+      }
       const upload = buildRekey(session, snapshot, (phase, done, total) =>
         report({ phase, done, total, attempt }),
       );
@@ -159,7 +166,21 @@ function buildRekey(
       })),
     );
     report('grants', grantTotal, grantTotal);
-    return { from_epoch: from, versions, grants, token_grants: tokenGrants };
+    // Pending introductions stay checkable: re-sealed under the new key (dropped,
+    // and those members then need a fingerprint comparison, if one does not open).
+    const introductions = resealIntroductions(
+      snapshot.introductions ?? [],
+      { key: oldKey, epoch: from },
+      { key: newKey, epoch: to },
+      projectId,
+    );
+    return {
+      from_epoch: from,
+      versions,
+      grants,
+      token_grants: tokenGrants,
+      ...(introductions ? { introductions } : {}),
+    };
   } finally {
     lib.memzero(newKey);
     for (const key of [...oldKeys.values(), ...newKeys.values()]) lib.memzero(key);

@@ -10,6 +10,7 @@ import type { CofferClient } from '../client/http.js';
 import type { EnvironmentKeyProvider, SecretScope } from '../client/secrets.js';
 import { getVault, type StoredGrant, type VaultStatus } from '../client/vault.js';
 import { VaultError } from './errors.js';
+import type { KeyPins } from './key-pins.js';
 
 /** A member's key pairs (from `logIn`) or a token's (from `tokenKeysFromKeyPart`). */
 export interface VaultKeys {
@@ -25,6 +26,14 @@ export interface OpenVaultOptions {
    * are always checked against your own key, whatever this says. Default: accept.
    */
   trustGranter?: (granterId: string, signingPublicKey: string) => boolean | Promise<boolean>;
+  /**
+   * The signed-in user's key pins (`KeyPins.load`; a promise is fine, so it
+   * loads alongside the vault). The keys of each user who signed one of the
+   * caller's grants must match their pin (`key_changed`, naming the user,
+   * otherwise); an unpinned granter is pinned on first use and the pins saved.
+   * Absent: granters' keys are taken as the server shows them (or `trustGranter`).
+   */
+  pins?: KeyPins | Promise<KeyPins>;
 }
 
 /** An environment key and the epoch it belongs to: what encrypts and decrypts that environment's values. */
@@ -82,17 +91,32 @@ export class VaultSession implements EnvironmentKeyProvider {
     return { id: this.recipient.id, signingSecretKey: this.keys.signing.secretKey };
   }
 
+  /** The caller's own public keys, base64url. */
+  get publicKeys(): { publicKey: string; signingPublicKey: string } {
+    return {
+      publicKey: toBase64url(this.keys.encryption.publicKey),
+      signingPublicKey: toBase64url(this.keys.signing.publicKey),
+    };
+  }
+
+  /** The key pins given in the options (awaited), if any. */
+  async pins(): Promise<KeyPins | undefined> {
+    return this.options.pins;
+  }
+
   /** Fetches the vault again and opens the caller's grants for the current epoch. */
   async refresh(): Promise<void> {
     await ready();
     const status = await getVault(this.client, this.projectId);
     const projectKey: Uint8Array[] = [];
     const environmentKeys = new Map<string, Uint8Array>();
+    const pins = await this.options.pins;
     for (const grant of status.grants) {
-      const key = await this.open(grant, status);
+      const key = await this.open(grant, status, pins);
       if (grant.kind === 'project_key') projectKey.push(key);
       else environmentKeys.set(grant.environment_id!, key);
     }
+    if (pins?.dirty) await pins.save();
     this.forget();
     this.current = status;
     this.projectKeyBytes = projectKey[0] ?? null;
@@ -165,7 +189,11 @@ export class VaultSession implements EnvironmentKeyProvider {
     this.environmentKeys.clear();
   }
 
-  private async open(grant: StoredGrant, status: VaultStatus): Promise<Uint8Array> {
+  private async open(
+    grant: StoredGrant,
+    status: VaultStatus,
+    pins: KeyPins | undefined,
+  ): Promise<Uint8Array> {
     const own = grant.granter_id === status.recipient.id;
     const granterKey = own
       ? toBase64url(this.keys.signing.publicKey)
@@ -175,6 +203,21 @@ export class VaultSession implements EnvironmentKeyProvider {
         'untrusted_granter',
         `The signer of a grant (${grant.granter_id}) has no known key`,
       );
+    }
+    if (!own && pins && grant.granter_id.startsWith('usr_')) {
+      if (!grant.granter_public_key) {
+        throw new VaultError(
+          'untrusted_granter',
+          `The server does not show the keys of ${grant.granter_email ?? grant.granter_id}, who signed your grant`,
+        );
+      }
+      // key_changed (naming the granter) when the server shows another key than the pinned one.
+      pins.accept({
+        user_id: grant.granter_id,
+        email: grant.granter_email ?? '',
+        public_key: grant.granter_public_key,
+        signing_public_key: granterKey,
+      });
     }
     if (
       !own &&
