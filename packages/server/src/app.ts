@@ -23,6 +23,7 @@ import {
 } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { registerParameterCoercion } from './http/validation.js';
+import { registerTextCheck } from './http/text.js';
 import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
 import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
@@ -137,6 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   registerErrorHandling(app);
   registerParameterCoercion(app);
+  registerTextCheck(app);
   const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
   conventions = pipeline.onRequest;
   countAnonymous = pipeline.countAnonymous;
