@@ -36,7 +36,6 @@ import {
   adminScreenshots,
   assertAdminAccessible,
   filterSelect,
-  WITHDRAW_LABEL_BUG,
   bodyRows,
   memberEmails,
   openTab,
@@ -467,6 +466,18 @@ test('audit log: newest first, actors by name, filters by action and actor, even
       'the accepting member is named',
     );
     await adminPage(a, 'audit');
+    // The removed invitee accepted their invitation: the log should still say who.
+    const inviteeName = `${invitee.name} (${invitee.email})`;
+    const named = summaries.some((s) => s.includes(`invitation.accepted by ${inviteeName}`));
+    await t.test(
+      "a removed member's events still name them",
+      {
+        todo: named
+          ? undefined
+          : "packages/web/src/lib/members.ts describeUser() names actors from the current members list only, so events by a removed member show a bare usr_… id in the Audit page; the audit API (or the page) needs the actor's name and e-mail as recorded",
+      },
+      () => assert.ok(named, `invitation.accepted by ${inviteeName}`),
+    );
 
     // By action.
     const form = a.getByRole('form', { name: 'Filter the audit log' });
@@ -511,7 +522,7 @@ test('audit log: newest first, actors by name, filters by action and actor, even
 
 test('accessibility: no serious or critical axe finding on the administration pages', (t) => {
   if (!browser) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
-  assertAdminAccessible(t, [WITHDRAW_LABEL_BUG]);
+  assertAdminAccessible(t);
 });
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

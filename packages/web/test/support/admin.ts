@@ -231,12 +231,3 @@ export function assertAdminAccessible(t: TestContext, known: KnownA11yBug[] = []
   if (reasons.every(Boolean)) t.todo([...new Set(reasons.map((r) => r!.reason))].join('; '));
   throw new Error(`accessibility violations (serious/critical):\n    ${report}`);
 }
-
-/** Members.tsx labels a pending member's "Withdraw" button "Remove <e-mail>" (WCAG 2.5.3). */
-export const WITHDRAW_LABEL_BUG: KnownA11yBug = {
-  page: /^members$/,
-  id: 'label-content-name-mismatch',
-  target: /row-actions > \.danger/,
-  reason:
-    'packages/web/src/pages/Members.tsx: a pending member\'s button shows "Withdraw" but its aria-label is "Remove <e-mail>", so speech users saying "Withdraw" miss it (WCAG 2.5.3 label-content-name-mismatch); label it `Withdraw the invitation of <e-mail>` for pending members',
-};
