@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { CofferClient, type UserKeys } from '@coffer/sdk';
+import { CofferClient, KeyPins, type UserKeys } from '@coffer/sdk';
 import { str, type Values } from './cli/command.js';
 import { CliError, UsageError } from './cli/errors.js';
 import { findProjectLink, type ProjectLink } from './project-link.js';
@@ -134,9 +134,43 @@ export class Context {
       },
       createdAt: new Date().toISOString(),
     };
+    // Logging in again as the same user keeps the rollback guard of the key pins.
+    let previous: StoredSession | null = null;
+    try {
+      previous = readSession();
+    } catch {
+      previous = null;
+    }
+    if (previous?.server === session.server && previous.user.id === session.user.id) {
+      if (previous.keyPinsVersion !== undefined) session.keyPinsVersion = previous.keyPinsVersion;
+    }
     writeSession(session);
     this.sessionCache = session;
     return session;
+  }
+
+  /**
+   * The logged-in user's key pins, verified with their own key; refuses a
+   * version below the one remembered in the session file, and remembers each
+   * higher version it loads or saves.
+   */
+  async keyPins(client: CofferClient): Promise<KeyPins> {
+    const session = this.requireSession();
+    return KeyPins.load(
+      client,
+      { userId: session.user.id, keys: this.userKeys() },
+      {
+        minVersion: session.keyPinsVersion ?? 0,
+        onVersion: (version) => {
+          const current = this.requireSession();
+          if (version > (current.keyPinsVersion ?? 0)) {
+            const updated = { ...current, keyPinsVersion: version };
+            writeSession(updated);
+            this.sessionCache = updated;
+          }
+        },
+      },
+    );
   }
 
   hasProjectRef(): boolean {

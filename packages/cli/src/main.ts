@@ -51,6 +51,10 @@ const GROUPS: Record<string, Group> = {
     summary: 'vault status, grant a member access, re-key',
     load: () => import('./commands/vault.js'),
   },
+  keys: {
+    summary: 'the keys you accepted for others: list, verify after a fingerprint comparison',
+    load: () => import('./commands/keys.js'),
+  },
   secrets: {
     summary: 'list, get, set, delete, import and export secrets',
     load: () => import('./commands/secrets.js'),

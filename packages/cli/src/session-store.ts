@@ -36,6 +36,11 @@ export interface StoredSession {
   /** base64url: X25519 secret (32 bytes) and public key, Ed25519 secret (64 bytes) and public key. */
   keys: { encryption: string; encryptionPublic: string; signing: string; signingPublic: string };
   createdAt: string;
+  /**
+   * The highest version of the user's signed key pins this machine has seen
+   * (GET /v1/me/key-pins): a lower one from the server is a rollback.
+   */
+  keyPinsVersion?: number;
 }
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {

@@ -39,10 +39,19 @@ export async function privateKeyMaterial(ctx: Context): Promise<Uint8Array> {
   return new Uint8Array(Buffer.from((await tokenParts(ctx)).keyPart, 'base64url'));
 }
 
+/**
+ * Opens the vault. A user's grants are checked against their key pins (loaded
+ * alongside): a granter whose keys differ from the pinned ones is refused
+ * (`key_changed`), a new one pinned on first use. Tokens have no pins.
+ */
 export async function openProjectVault(
   ctx: Context,
   client: CofferClient,
   projectId: string,
 ): Promise<VaultSession> {
-  return openVault(client, projectId, await vaultKeys(ctx));
+  const keys = await vaultKeys(ctx);
+  if (ctx.token) return openVault(client, projectId, keys);
+  const pins = ctx.keyPins(client);
+  pins.catch(() => undefined); // awaited by openVault; never an unhandled rejection
+  return openVault(client, projectId, keys, { pins });
 }

@@ -1,7 +1,10 @@
 import {
   acceptInvitation,
+  acceptWithIntroduction,
   declineInvitation,
   inviteMember,
+  inviteWithIntroduction,
+  parseIntroductionLink,
   isCofferApiError,
   listInvitations,
   listMembers,
@@ -13,11 +16,12 @@ import {
 } from '@coffer/sdk';
 import { PROJECT_OPTION, str, type Command, type Options } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
-import { note, printJson, printTable, shortTime } from '../cli/output.js';
+import { note, printJson, printLine, printTable, shortTime } from '../cli/output.js';
 import { confirm, interactive } from '../cli/prompt.js';
 import { Context } from '../context.js';
 import { allPages, invitationToken, resolveId } from '../resolve.js';
 import { inProject } from '../scope.js';
+import { openProjectVault } from '../vault-access.js';
 
 const ROLES = ['admin', 'developer', 'viewer'] as const;
 type Role = (typeof ROLES)[number];
@@ -96,17 +100,57 @@ const invite: Command = {
   summary: 'invite someone by e-mail (admins)',
   args: 'EMAIL',
   positionals: [1, 1],
-  options: { ...PROJECT_OPTION, ...ROLE_OPTION },
-  description:
-    'Someone without an account receives an e-mail with a sign-up link. Once they accept, an admin grants them the vault key with `coffer vault grant EMAIL`.',
+  options: {
+    ...PROJECT_OPTION,
+    ...ROLE_OPTION,
+    'no-introduction': {
+      type: 'boolean',
+      description: 'no introduction link (then granting needs a fingerprint comparison)',
+    },
+  },
+  description: [
+    'The server e-mails the invitee a link with a one-time token (a sign-up link without an',
+    'account). Signed in with the vault key, you also get an INTRODUCTION LINK: pass it to',
+    'them yourself (chat, in person), never through the server. Accepting with it',
+    '(`coffer invitations accept --introduction LINK`) proves their keys, so `coffer vault',
+    'grant EMAIL` needs no fingerprint comparison and refuses keys the server swapped in.',
+  ].join('\n'),
   async run({ values, positionals }) {
     const r = role(str(values, 'role'), 'members invite');
     const { ctx, client, project } = await inProject(values);
-    const member = await inviteMember(client, project, { email: positionals[0]!, role: r });
-    if (ctx.json) return printJson(member);
-    note(
-      `Invited ${member.user.email} as ${member.role} (${member.id}); the invitation is pending until they accept it.`,
-    );
+    const email = positionals[0]!;
+    if (ctx.token || values['no-introduction'] === true) {
+      const member = await inviteMember(client, project, { email, role: r });
+      if (ctx.json) return printJson(member);
+      note(
+        `Invited ${member.user.email} as ${member.role} (${member.id}); the invitation is pending until they accept it.`,
+      );
+      return;
+    }
+    const vault = await openProjectVault(ctx, client, project);
+    try {
+      if (!vault.holdsKeys) {
+        const member = await inviteMember(client, project, { email, role: r });
+        if (ctx.json) return printJson(member);
+        note(
+          `Invited ${member.user.email} as ${member.role} (${member.id}); no introduction link, as you hold no vault key: granting them will need a fingerprint comparison.`,
+        );
+        return;
+      }
+      const { member, introductionLink } = await inviteWithIntroduction(vault, email, r, {
+        publicUrl: ctx.server(),
+      });
+      if (ctx.json) return printJson({ ...member, introduction_link: introductionLink });
+      note(
+        `Invited ${member.user.email} as ${member.role} (${member.id}); the invitation is pending until they accept it.`,
+      );
+      note(
+        'Give them this introduction link yourself (not by e-mail through Coffer); they accept with `coffer invitations accept --introduction LINK`:',
+      );
+      printLine(introductionLink);
+    } finally {
+      vault.forget();
+    }
   },
 };
 
@@ -196,11 +240,16 @@ const invitations: Command = {
 const accept: Command = {
   name: 'invitations accept',
   summary: 'accept an invitation (then an admin grants you the vault key)',
-  args: 'INVITATION',
-  positionals: [1, 1],
+  args: '[INVITATION]',
+  positionals: [0, 1],
   description:
-    'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name. Until your e-mail address is verified (you signed up without an invitation link), pass the token (--token) or the link (--invitation) from the invitation e-mail: it proves the address.',
+    'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name; with --introduction it may be left out. Until your e-mail address is verified (you signed up without an invitation link), pass the token (--token) or the link (--invitation) from the invitation e-mail: it proves the address. --introduction LINK: the introduction link your inviter gave you; it proves your keys to the project’s admins, and checks and pins your inviter’s keys.',
   options: {
+    introduction: {
+      type: 'string',
+      value: 'LINK',
+      description: 'the introduction link (…/invite?member=…#k=…) your inviter gave you',
+    },
     token: {
       type: 'string',
       value: 'TOKEN',
@@ -215,22 +264,57 @@ const accept: Command = {
   async run({ values, positionals }) {
     const ctx = new Context(values);
     const client = await ctx.userClient();
-    const id = await invitationId(client, positionals[0]!);
+    const introduction = str(values, 'introduction');
+    let linked: string | undefined;
+    if (introduction !== undefined) {
+      try {
+        linked = parseIntroductionLink(introduction).memberId;
+      } catch (err) {
+        throw new CliError('invalid_introduction', (err as Error).message);
+      }
+    }
+    if (positionals[0] === undefined && linked === undefined) {
+      throw new UsageError('missing the invitation (or --introduction LINK)', 'invitations accept');
+    }
+    const id = positionals[0] === undefined ? linked! : await invitationId(client, positionals[0]);
+    if (linked !== undefined && linked !== id) {
+      throw new CliError(
+        'invalid_introduction',
+        `the introduction link is for invitation ${linked}, not ${id}`,
+      );
+    }
     const token = invitationToken(str(values, 'token') ?? str(values, 'invitation'));
     let member;
+    let inviterVerified = false;
     try {
-      member = await acceptInvitation(client, id, token);
+      if (introduction !== undefined) {
+        const session = ctx.requireSession();
+        const result = await acceptWithIntroduction(
+          client,
+          { userId: session.user.id, keys: ctx.userKeys() },
+          introduction,
+          { ...(token !== undefined ? { token } : {}), pins: await ctx.keyPins(client) },
+        );
+        member = result.member;
+        inviterVerified = result.inviterVerified;
+      } else {
+        member = await acceptInvitation(client, id, token);
+      }
     } catch (err) {
       if (isCofferApiError(err, 'forbidden') && err.details.some((d) => d.field === 'token')) {
         throw new CliError(
           'invitation_token_required',
-          `${err.message}: pass the token from the invitation e-mail, \`coffer invitations accept ${positionals[0]} --token TOKEN\``,
+          `${err.message}: pass the token from the invitation e-mail, \`coffer invitations accept ${positionals[0] ?? id} --token TOKEN\``,
         );
       }
       throw err;
     }
-    if (ctx.json) return printJson(member);
+    if (ctx.json)
+      return printJson(
+        introduction !== undefined ? { ...member, inviter_verified: inviterVerified } : member,
+      );
     note(`Joined project ${member.project_id} as ${member.role}.`);
+    if (inviterVerified) note('Your inviter’s keys matched the introduction link and are pinned.');
     if (member.role !== 'viewer') {
       note(
         'An admin must now grant you the vault key (`coffer vault grant`) before you can read secrets.',

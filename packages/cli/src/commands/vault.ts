@@ -1,9 +1,12 @@
 import {
   grantMember,
+  isVaultError,
   pendingGrants,
   rekey,
+  vouchFor,
   type CofferClient,
   type PendingGrant,
+  type VouchedBy,
 } from '@coffer/sdk';
 import { PROJECT_OPTION, str, type Command } from '../cli/command.js';
 import { CliError } from '../cli/errors.js';
@@ -77,14 +80,21 @@ const grant: Command = {
   positionals: [1, 1],
   description: [
     'MEMBER is an e-mail address, a user id (usr_…) or a member id (mbr_…).',
-    'Shows the fingerprint of the member’s keys: compare it with the one `coffer whoami`',
-    'shows them (in person or on a call) before you confirm, so nobody, not even the',
-    'server, can slip in a key of its own. --yes skips the question; --fingerprint F',
-    'grants only if the keys match F.',
+    'A member who accepted with the introduction link of `coffer members invite` proved',
+    'their keys: the proof is checked against the keys the server shows, and a mismatch',
+    'is refused (introduction_mismatch). Otherwise it shows the fingerprint of the',
+    'member’s keys: compare it with the one `coffer whoami` shows them (in person or on a',
+    'call) before you confirm, so nobody, not even the server, can slip in a key of its',
+    'own; --fingerprint F grants only if the keys match F. Keys you pinned before must not',
+    'have changed (key_changed). The granted keys are pinned as verified.',
   ].join('\n'),
   options: {
     ...PROJECT_OPTION,
-    yes: { type: 'boolean', short: 'y', description: 'grant without asking (scripts)' },
+    yes: {
+      type: 'boolean',
+      short: 'y',
+      description: 'grant without asking when an introduction or a pin vouches (scripts)',
+    },
     fingerprint: {
       type: 'string',
       value: 'F',
@@ -94,14 +104,23 @@ const grant: Command = {
   async run({ values, positionals }) {
     const { ctx, client, project } = await inProject(values, { userOnly: true });
     const vault = await openProjectVault(ctx, client, project);
+    const pins = await vault.pins();
     try {
       const member = findPending(await pendingGrants(vault), positionals[0]!);
       let expected = str(values, 'fingerprint');
-      if (expected === undefined && values.yes !== true) {
+      let vouched: VouchedBy | null = null;
+      if (expected === undefined) {
+        try {
+          vouched = vouchFor(vault, member, pins ? { pins } : {});
+        } catch (err) {
+          if (!isVaultError(err, 'unverified_member')) throw err;
+        }
+      }
+      if (expected === undefined && vouched === null) {
         if (!interactive()) {
           throw new CliError(
-            'confirmation_required',
-            'confirm the fingerprint: pass --yes or --fingerprint F',
+            values.yes === true ? 'unverified_member' : 'confirmation_required',
+            `${member.email} joined without a verified introduction: compare their key fingerprint with them and pass --fingerprint F`,
           );
         }
         note(
@@ -112,21 +131,21 @@ const grant: Command = {
         }
         expected = member.fingerprint;
       }
-      const granted = await grantMember(
-        vault,
-        member.user_id,
-        expected !== undefined ? { expectedFingerprint: expected } : {},
-      );
+      const granted = await grantMember(vault, member.user_id, {
+        ...(expected !== undefined ? { expectedFingerprint: expected } : {}),
+        ...(pins ? { pins } : {}),
+      });
       if (ctx.json) {
         return printJson({
           user_id: granted.userId,
           email: member.email,
           fingerprint: granted.fingerprint,
           epoch: granted.epoch,
+          verified_by: vouched ?? 'fingerprint',
         });
       }
       note(
-        `Granted the vault key (epoch ${granted.epoch}) to ${member.email}, key fingerprint ${granted.fingerprint}.`,
+        `Granted the vault key (epoch ${granted.epoch}) to ${member.email}, key fingerprint ${granted.fingerprint}${vouched === 'introduction' ? ' (keys verified by their introduction)' : ''}.`,
       );
     } finally {
       vault.forget();
@@ -143,6 +162,7 @@ export async function rekeyVault(
   const progress = progressBar(!ctx.json && Boolean(process.stderr.isTTY));
   try {
     const result = await rekey(client, project, ctx.userKeys(), {
+      pins: ctx.keyPins(client),
       onProgress: (p: { phase: string; done: number; total: number }) =>
         progress.update(p.phase, p.done, p.total),
     });
