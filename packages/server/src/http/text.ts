@@ -7,10 +7,13 @@ import { AppError, type ErrorDetail } from '../errors.js';
  * query failed with a 500), or a string that is not well-formed Unicode (a lone
  * surrogate such as `"\ud800"`, which both drivers silently replaced with U+FFFD,
  * storing another name than the one sent). Checked in path parameters, the
- * query string, and every string and key of a JSON body, at any depth.
+ * query string, and every string and key of a JSON body, at any depth, on
+ * every route but the dashboard's files.
  */
 export function registerTextCheck(app: FastifyInstance): void {
   app.addHook('preValidation', async (request: FastifyRequest) => {
+    // The dashboard's files answer a path they cannot serve with their own 404.
+    if (request.routeOptions.config?.staticFiles) return;
     const bad = [
       ...badStrings(request.params, 'params'),
       ...badStrings(request.query, 'query'),

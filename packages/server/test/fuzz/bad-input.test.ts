@@ -5,11 +5,11 @@ import { serviceMissing } from '../foundation/server-process.js';
 import { runCampaign, summarize, type CampaignDialect } from './campaign.js';
 
 // The generated bad-input campaign against a real server process (see
-// campaign.ts). `npm test` samples FUZZ_PER_COMBINATION (default 6) of the
+// campaign.ts). `npm test` samples FUZZ_PER_COMBINATION (default 3) of the
 // malformed requests generated for each operation and caller; `npm run fuzz`
 // sends every one of them.
 
-const perCombination = Number(process.env.FUZZ_PER_COMBINATION ?? 6);
+const perCombination = Number(process.env.FUZZ_PER_COMBINATION ?? 3);
 
 // The two dialects run side by side (each is mostly waiting on its own server).
 describe(

@@ -863,11 +863,16 @@ class StateFingerprint {
       const tables = await this.pg.query<{ table_name: string }>(
         `select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by table_name`,
       );
-      for (const { table_name: table } of tables.rows) {
-        if (table.includes('outbox')) continue;
-        const rows = await this.pg.query(`select * from "${table}"`);
-        parts.push(`${table}=${digest(rows.rows)}`);
-      }
+      // One round trip: each table's rows as JSON (without last_used_at), hashed by the server.
+      const names = tables.rows.map((r) => r.table_name).filter((t) => !t.includes('outbox'));
+      const select = names
+        .map(
+          (t) =>
+            `(select md5(coalesce(string_agg((to_jsonb(x) - 'last_used_at')::text, '|' order by (to_jsonb(x) - 'last_used_at')::text), '')) from "${t}" x) as "${t}"`,
+        )
+        .join(', ');
+      const row = (await this.pg.query<Record<string, string>>(`select ${select}`)).rows[0]!;
+      for (const t of names) parts.push(`${t}=${row[t]!.slice(0, 16)}`);
     } else {
       if (!this.sqlite) {
         this.sqlite = new SQLite(join(this.dataDir, 'coffer.db'), {
