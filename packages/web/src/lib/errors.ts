@@ -25,6 +25,7 @@ const ISSUE_WORDS: Record<string, string> = {
   format: 'has the wrong format',
   stale: 'was changed by someone else',
   stale_epoch: 'was encrypted under an old key',
+  already_member: 'is already a member of this project',
 };
 
 export function describeDetail(detail: ApiErrorDetail): string {

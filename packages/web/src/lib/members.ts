@@ -19,12 +19,18 @@ export function useMemberDirectory(projectId: string) {
   });
 }
 
-/** "Ada Lovelace (ada@example.com)", or the id when the user is no longer a member. */
+/**
+ * "Ada Lovelace (ada@example.com)"; for someone no longer a member, the e-mail
+ * an event recorded about them (`known`), else the id.
+ */
 export function describeUser(
   directory: Map<string, MemberListItem> | undefined,
   userId: string | null,
+  known?: Map<string, string>,
 ): string {
   if (!userId) return '—';
   const member = directory?.get(userId);
-  return member ? `${member.user.name} (${member.user.email})` : userId;
+  if (member) return `${member.user.name} (${member.user.email})`;
+  const email = known?.get(userId);
+  return email ? `${email} (no longer a member)` : userId;
 }

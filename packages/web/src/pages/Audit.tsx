@@ -52,6 +52,13 @@ export function AuditPage() {
     placeholderData: keepPreviousData,
   });
 
+  // Member events record the e-mail of the user they concern: names for people who left.
+  const known = new Map<string, string>();
+  for (const event of events.data?.data ?? []) {
+    const { user_id: userId, email } = event.data as { user_id?: unknown; email?: unknown };
+    if (typeof userId === 'string' && typeof email === 'string') known.set(userId, email);
+  }
+
   function filter(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
@@ -121,7 +128,8 @@ export function AuditPage() {
               <details>
                 <summary>
                   <time dateTime={event.created_at}>{formatDate(event.created_at)}</time>{' '}
-                  <code>{event.action}</code> by {describeUser(directory.data, event.actor_id)}
+                  <code>{event.action}</code> by{' '}
+                  {describeUser(directory.data, event.actor_id, known)}
                   {event.credential && event.credential.kind !== 'session' ? (
                     <span className="muted small">
                       {' '}

@@ -299,10 +299,7 @@ function InviteForm({
         type="email"
         required
         autoComplete="off"
-        error={
-          problem?.fields.email ??
-          (problem && Object.keys(problem.fields).length === 0 ? problem.message : undefined)
-        }
+        error={problem?.message}
       />
       <div className="field">
         <label htmlFor="invite-role">Role</label>
