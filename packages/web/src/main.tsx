@@ -5,6 +5,7 @@ import { RouterProvider } from 'react-router';
 import { auth } from './lib/auth';
 import { startAutolock } from './lib/autolock';
 import { toProblem } from './lib/errors';
+import { captureIntroduction } from './lib/introduction';
 import { router } from './router';
 import './styles.css';
 
@@ -28,6 +29,7 @@ const queryClient = new QueryClient({
   },
 });
 
+captureIntroduction();
 startAutolock();
 void auth.load();
 

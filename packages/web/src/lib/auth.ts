@@ -69,7 +69,7 @@ export const auth = {
   async signIn(email: string, password: string): Promise<void> {
     await nextPaint();
     const session = await logIn(client, { email, password });
-    keyring.unlock(session.keys);
+    keyring.unlock(session.keys, session.user.id);
     set({ status: 'signed-in', user: session.user });
   },
 
@@ -77,7 +77,7 @@ export const auth = {
   async signUp(input: SignUpInput): Promise<{ user: User; recoveryKey: string }> {
     await nextPaint();
     const created = await signUp(client, input);
-    keyring.unlock(created.keys);
+    keyring.unlock(created.keys, created.user.id);
     return { user: created.user, recoveryKey: created.recoveryKey };
   },
 
@@ -90,13 +90,14 @@ export const auth = {
   async recover(input: { email: string; recoveryKey: string; newPassword: string }): Promise<void> {
     await nextPaint();
     const session = await recoverAccount(client, input);
-    keyring.unlock(session.keys);
+    keyring.unlock(session.keys, session.user.id);
     set({ status: 'signed-in', user: session.user });
   },
 
   async unlock(password: string): Promise<void> {
     await nextPaint();
-    keyring.unlock(await unlockKeys(client, { password }));
+    const keys = await unlockKeys(client, { password });
+    if (state.status === 'signed-in') keyring.unlock(keys, state.user.id);
   },
 
   lock(): void {

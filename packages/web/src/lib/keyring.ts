@@ -1,4 +1,4 @@
-import { openVault, type UserKeys, type VaultSession } from '@coffer/sdk';
+import { KeyPins, openVault, type UserKeys, type VaultSession } from '@coffer/sdk';
 import { client } from './client';
 
 /**
@@ -8,6 +8,8 @@ import { client } from './client';
  * stays, so the user unlocks with the password instead of signing in again.
  */
 let userKeys: UserKeys | null = null;
+let userId: string | null = null;
+let pins: Promise<KeyPins> | null = null;
 const vaults = new Map<string, Promise<VaultSession>>();
 const listeners = new Set<() => void>();
 const onLock = new Set<() => void>();
@@ -22,9 +24,10 @@ export const keyring = {
   },
   isUnlocked: (): boolean => userKeys !== null,
 
-  unlock(keys: UserKeys): void {
+  unlock(keys: UserKeys, owner: string): void {
     keyring.lock();
     userKeys = keys;
+    userId = owner;
     notify();
   },
 
@@ -32,6 +35,7 @@ export const keyring = {
   lock(): void {
     const held = userKeys;
     userKeys = null;
+    pins = null;
     for (const vault of vaults.values())
       vault.then(
         (v) => v.forget(),
@@ -57,12 +61,39 @@ export const keyring = {
       : null;
   },
 
+  /**
+   * The keys this user has accepted for the people they work with (signed by
+   * their own key, stored on the server): every grant opened or made here is
+   * checked against them. The highest version seen is remembered in this
+   * browser (it is no secret) so a server serving an older document is caught.
+   */
+  pins(): Promise<KeyPins> {
+    if (!userKeys || !userId) return Promise.reject(new LockedError());
+    if (!pins) {
+      const storageKey = `coffer.pins-version.${userId}`;
+      const seen = Number(window.localStorage.getItem(storageKey)) || 0;
+      pins = KeyPins.load(
+        client,
+        { userId, keys: userKeys },
+        {
+          minVersion: seen,
+          onVersion: (version) => {
+            if (version > (Number(window.localStorage.getItem(storageKey)) || 0))
+              window.localStorage.setItem(storageKey, String(version));
+          },
+        },
+      );
+      pins.catch(() => (pins = null));
+    }
+    return pins;
+  },
+
   /** The caller's opened vault of a project (its grants fetched and checked once, then cached). */
   vault(projectId: string): Promise<VaultSession> {
     if (!userKeys) return Promise.reject(new LockedError());
     let vault = vaults.get(projectId);
     if (!vault) {
-      vault = openVault(client, projectId, userKeys);
+      vault = openVault(client, projectId, userKeys, { pins: keyring.pins() });
       vault.catch(() => vaults.delete(projectId));
       vaults.set(projectId, vault);
     }

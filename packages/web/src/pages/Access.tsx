@@ -1,5 +1,5 @@
-import { grantMember, type PendingGrant } from '@coffer/sdk';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { grantMember, isVaultError, vouchFor, type PendingGrant } from '@coffer/sdk';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { keyring } from '../lib/keyring';
 import { useVaultStatus, vaultKey } from '../lib/queries';
@@ -74,7 +74,16 @@ export function AccessPage() {
                     <div className="muted small">{member.email}</div>
                   </td>
                   <td>{member.role}</td>
-                  <td className="mono fingerprint">{member.fingerprint}</td>
+                  <td>
+                    <span className="mono fingerprint">{member.fingerprint}</span>
+                    {member.introduction?.proof ? (
+                      <div className="small introduced">accepted with your introduction link</div>
+                    ) : member.introduction ? (
+                      <div className="small muted">
+                        came through the e-mail only: compare the fingerprint
+                      </div>
+                    ) : null}
+                  </td>
                   <td className="row-actions">
                     <button
                       type="button"
@@ -101,8 +110,10 @@ export function AccessPage() {
 
 /**
  * Granting seals the project key to the member's public key. The server could
- * show a key of its own instead, so the admin compares the fingerprint with the
- * member (their account page, or `coffer whoami`) before anything is sealed.
+ * show a key of its own instead, so something must vouch for it first: the
+ * member's proof over their keys with the introduction link's secret (checked
+ * here, refused on mismatch), a key this admin already verified, or the
+ * fingerprint compared with the member out of band.
  */
 function GrantDialog({
   projectId,
@@ -117,19 +128,45 @@ function GrantDialog({
   const [told, setTold] = useState('');
   const [confirmed, setConfirmed] = useState(false);
   const toldId = useId();
+  // What vouches for these keys without asking the admin anything, or why nothing does.
+  const vouched = useQuery({
+    queryKey: ['vouch', projectId, member.user_id, member.public_key, member.signing_public_key],
+    queryFn: async () => {
+      try {
+        const mode = vouchFor(await keyring.vault(projectId), member, {
+          pins: await keyring.pins(),
+        });
+        return { mode, refusal: null };
+      } catch (error) {
+        if (isVaultError(error, 'unverified_member'))
+          return { mode: 'fingerprint' as const, refusal: null };
+        if (isVaultError(error)) return { mode: null, refusal: error.message };
+        throw error;
+      }
+    },
+    staleTime: 0,
+    gcTime: 0,
+  });
+  const mode = vouched.data?.mode;
   const mismatch = told.trim() !== '' && normalize(told) !== normalize(member.fingerprint);
   const grant = useMutation({
     mutationFn: async () =>
       grantMember(await keyring.vault(projectId), member.user_id, {
-        // What the admin compared: the member's own words if given, else what was on screen.
-        expectedFingerprint: told.trim() || member.fingerprint,
+        pins: await keyring.pins(),
+        // Compared by the admin: the member's own words if given, else what was on screen.
+        ...(mode === 'fingerprint'
+          ? { expectedFingerprint: told.trim() || member.fingerprint }
+          : {}),
       }),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: vaultKey(projectId) });
       onClose();
     },
   });
-  const canGrant = !mismatch && (confirmed || told.trim() !== '');
+  const canGrant =
+    mode === 'introduction' || mode === 'pin'
+      ? true
+      : mode === 'fingerprint' && !mismatch && (confirmed || told.trim() !== '');
 
   return (
     <Dialog title={`Grant the project key to ${member.name}`} onClose={onClose}>
@@ -140,40 +177,62 @@ function GrantDialog({
           if (canGrant) grant.mutate();
         }}
       >
-        <p>
-          Ask {member.name} for the key fingerprint shown on their <strong>Account</strong> page in
-          the dashboard (or by <code>coffer whoami</code>), through a channel you trust — in person,
-          a call, your team chat — and compare it with this one:
-        </p>
-        <output className="mono fingerprint-big" aria-label={`Fingerprint of ${member.email}`}>
-          {member.fingerprint}
-        </output>
-        <div className="field">
-          <label htmlFor={toldId}>Fingerprint as told by {member.name} (optional)</label>
-          <input
-            id={toldId}
-            className="mono"
-            value={told}
-            autoComplete="off"
-            spellCheck={false}
-            onChange={(e) => setTold(e.target.value)}
-            aria-invalid={mismatch || undefined}
-            aria-describedby={`${toldId}-hint`}
-          />
-          <div id={`${toldId}-hint`} className={mismatch ? 'field-error' : 'hint'}>
-            {mismatch
-              ? 'This is not the fingerprint the server shows for this member. Do not grant: the key may not be theirs.'
-              : 'If you paste it, the key is granted only if it matches.'}
+        {vouched.isPending ? <p className="muted">Checking {member.name}'s keys…</p> : null}
+        <ErrorNote error={vouched.error} />
+        {vouched.data?.refusal ? (
+          <div className="error-note" role="alert">
+            <p>
+              <strong>Do not grant.</strong> {vouched.data.refusal}
+            </p>
           </div>
-        </div>
-        <label className="check">
-          <input
-            type="checkbox"
-            checked={confirmed}
-            onChange={(e) => setConfirmed(e.target.checked)}
-          />
-          {member.name} confirmed this fingerprint to me
-        </label>
+        ) : null}
+        {mode === 'introduction' || mode === 'pin' ? (
+          <p className="notice" role="status">
+            {mode === 'introduction'
+              ? `${member.name} accepted with the introduction link: their browser proved these keys with its secret, so they are theirs. No fingerprint comparison is needed.`
+              : `You verified ${member.name}'s keys before; they have not changed.`}
+          </p>
+        ) : null}
+        {mode === 'fingerprint' ? (
+          <>
+            <p>
+              {member.name} did not accept with an introduction link, so nothing yet proves these
+              keys are theirs. Ask them for the key fingerprint shown on their{' '}
+              <strong>Account</strong> page in the dashboard (or by <code>coffer whoami</code>),
+              through a channel you trust — in person, a call, your team chat — and compare it with
+              this one:
+            </p>
+            <output className="mono fingerprint-big" aria-label={`Fingerprint of ${member.email}`}>
+              {member.fingerprint}
+            </output>
+            <div className="field">
+              <label htmlFor={toldId}>Fingerprint as told by {member.name} (optional)</label>
+              <input
+                id={toldId}
+                className="mono"
+                value={told}
+                autoComplete="off"
+                spellCheck={false}
+                onChange={(e) => setTold(e.target.value)}
+                aria-invalid={mismatch || undefined}
+                aria-describedby={`${toldId}-hint`}
+              />
+              <div id={`${toldId}-hint`} className={mismatch ? 'field-error' : 'hint'}>
+                {mismatch
+                  ? 'This is not the fingerprint the server shows for this member. Do not grant: the key may not be theirs.'
+                  : 'If you paste it, the key is granted only if it matches.'}
+              </div>
+            </div>
+            <label className="check">
+              <input
+                type="checkbox"
+                checked={confirmed}
+                onChange={(e) => setConfirmed(e.target.checked)}
+              />
+              {member.name} confirmed this fingerprint to me
+            </label>
+          </>
+        ) : null}
         <ErrorNote error={grant.error} />
         <div className="actions">
           <button type="button" onClick={onClose}>

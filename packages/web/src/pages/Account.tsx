@@ -143,12 +143,14 @@ function describeAgent(agent: string): string {
 
 function PasswordCard() {
   const queryClient = useQueryClient();
+  const state = useAuth();
+  const user = state.status === 'signed-in' ? state.user : null;
   const [password, setPassword] = useState('');
   const change = useMutation({
     mutationFn: (input: { currentPassword: string; newPassword: string }) =>
       changePassword(client, input),
     onSuccess: async (keys) => {
-      keyring.unlock(keys);
+      if (user) keyring.unlock(keys, user.id);
       setPassword('');
       await queryClient.invalidateQueries({ queryKey: ['sessions'] });
     },

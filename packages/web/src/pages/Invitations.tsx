@@ -1,5 +1,6 @@
 import {
   acceptInvitation,
+  acceptWithIntroduction,
   declineInvitation,
   isCofferApiError,
   listInvitations,
@@ -7,7 +8,10 @@ import {
 } from '@coffer/sdk';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
+import { auth } from '../lib/auth';
 import { client } from '../lib/client';
+import { introduction } from '../lib/introduction';
+import { keyring } from '../lib/keyring';
 import { formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
 
@@ -17,6 +21,21 @@ import { ErrorNote } from '../ui/ErrorNote';
  * needs none, so a refused token is retried without it.
  */
 async function accept(invitation: Invitation, token: string | undefined) {
+  // Opened with its introduction link: prove this browser's keys with the link's secret
+  // (and check the inviter's keys against it) while accepting.
+  const introduced = introduction.get();
+  if (introduced?.memberId === invitation.id) {
+    const state = auth.state;
+    if (state.status !== 'signed-in') throw new Error('Sign in first');
+    const result = await acceptWithIntroduction(
+      client,
+      { userId: state.user.id, keys: keyring.keys() },
+      introduced.link,
+      { ...(token !== undefined ? { token } : {}), pins: await keyring.pins() },
+    );
+    introduction.clear();
+    return result.member;
+  }
   if (token === undefined) return acceptInvitation(client, invitation.id);
   try {
     return await acceptInvitation(client, invitation.id, token);
@@ -79,6 +98,12 @@ export function InvitationList({ token }: { token?: string }) {
               you as <strong>{invitation.role}</strong> on {formatDate(invitation.invited_at)}.
             </p>
             <p className="muted small">Expires {formatDate(invitation.expires_at)}.</p>
+            {introduction.get()?.memberId === invitation.id ? (
+              <p className="notice small">
+                You opened {invitation.invited_by.name}'s introduction link: accepting proves your
+                keys to the project's admins and checks {invitation.invited_by.name}'s keys too.
+              </p>
+            ) : null}
             {invitation.role !== 'viewer' ? (
               <p className="muted small">
                 After you accept, an admin grants you the project key; values become readable then.

@@ -1,5 +1,7 @@
 import {
   inviteMember,
+  inviteWithIntroduction,
+  isVaultError,
   listMembers,
   removeMember,
   updateMemberRole,
@@ -11,6 +13,8 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useState, type FormEvent } from 'react';
 import { useAuth } from '../lib/auth';
 import { client } from '../lib/client';
+import { copyText } from '../lib/clipboard';
+import { keyring } from '../lib/keyring';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
 import { membersKey } from '../lib/members';
@@ -270,6 +274,25 @@ export function MembersPage() {
   );
 }
 
+/**
+ * Invites with an introduction link when this admin holds the project key: the
+ * link's secret (after `#`, never sent to a server) lets the invitee's browser
+ * prove its keys, so granting needs no fingerprint comparison. The server's
+ * e-mail goes out as well.
+ */
+async function inviteWith(projectId: string, input: { email: string; role: Role }) {
+  const vault = await keyring.vault(projectId);
+  try {
+    const introduced = await inviteWithIntroduction(vault, input.email, input.role, {
+      publicUrl: window.location.origin,
+    });
+    return { member: introduced.member, link: introduced.introductionLink };
+  } catch (error) {
+    if (!isVaultError(error, 'no_grant')) throw error;
+    return { member: await inviteMember(client, projectId, input), link: null };
+  }
+}
+
 function InviteForm({
   projectId,
   onInvited,
@@ -277,8 +300,10 @@ function InviteForm({
   projectId: string;
   onInvited: () => Promise<void>;
 }) {
+  const [copied, setCopied] = useState(false);
   const invite = useMutation({
-    mutationFn: (input: { email: string; role: Role }) => inviteMember(client, projectId, input),
+    mutationFn: (input: { email: string; role: Role }) => inviteWith(projectId, input),
+    onMutate: () => setCopied(false),
     onSuccess: onInvited,
   });
   const problem = invite.error ? toProblem(invite.error) : null;
@@ -315,10 +340,34 @@ function InviteForm({
         {invite.isPending ? 'Inviting…' : 'Invite'}
       </button>
       {invite.isSuccess ? (
-        <p role="status" className="small">
-          Invited {invite.data.user.email}. They get an e-mail with a link; once they accept, grant
-          them the project key under Access.
-        </p>
+        <div role="status" className="small stack invite-result">
+          <p>Invited {invite.data.member.user.email}. They get an e-mail with a link to join.</p>
+          {invite.data.link ? (
+            <>
+              <p>
+                <strong>Send them this introduction link yourself</strong> (chat, in person): it
+                lets their browser prove its keys to your team, so the project key can be granted
+                without comparing fingerprints. It is shown only now.
+              </p>
+              <output className="recovery-key mono" aria-label="Introduction link">
+                {invite.data.link}
+              </output>
+              <div>
+                <button
+                  type="button"
+                  onClick={() => void copyText(invite.data.link!).then(() => setCopied(true))}
+                >
+                  {copied ? 'Copied' : 'Copy the link'}
+                </button>
+              </div>
+            </>
+          ) : (
+            <p>
+              Once they accept, grant them the project key under Access after comparing their key
+              fingerprint with them.
+            </p>
+          )}
+        </div>
       ) : null}
     </form>
   );

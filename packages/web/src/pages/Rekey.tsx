@@ -39,7 +39,10 @@ export function RekeyDialog({
     setError(null);
     setProgress({ phase: 'snapshot', done: 0, total: 1, attempt: 1 });
     try {
-      const done = await rekey(client, projectId, keyring.keys(), { onProgress: setProgress });
+      const done = await rekey(client, projectId, keyring.keys(), {
+        onProgress: setProgress,
+        pins: await keyring.pins(),
+      });
       setResult({ epoch: done.epoch });
       await (await keyring.vault(projectId)).refresh();
       await queryClient.invalidateQueries({ queryKey: ['vault', projectId] });
