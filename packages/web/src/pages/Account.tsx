@@ -9,7 +9,7 @@ import { ago, formatDate } from '../lib/format';
 import { keyring } from '../lib/keyring';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
-import { passwordStrength } from './SignUp';
+import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
 
 async function allSessions(): Promise<Session[]> {
   const out: Session[] = [];
@@ -188,24 +188,14 @@ function PasswordCard() {
         autoComplete="current-password"
         required
       />
-      <Field
+      <NewPasswordFields
         label="New password"
+        repeatLabel="Repeat the new password"
         name="new"
-        type="password"
-        autoComplete="new-password"
-        minLength={10}
-        required
+        repeatName="repeat"
         value={password}
-        onChange={(e) => setPassword(e.target.value)}
-        hint={password ? `Strength: ${strength.label}` : 'At least 10 characters'}
-      />
-      <Field
-        label="Repeat the new password"
-        name="repeat"
-        type="password"
-        autoComplete="new-password"
-        required
-        error={mismatch ? 'The two passwords differ' : undefined}
+        onChange={setPassword}
+        mismatch={mismatch}
       />
       {problem ? (
         <div className="error-note" role="alert">

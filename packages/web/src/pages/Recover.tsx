@@ -3,7 +3,7 @@ import { Link, useNavigate } from 'react-router';
 import { auth } from '../lib/auth';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
-import { passwordStrength } from './SignUp';
+import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
 
 /** A forgotten password: the recovery key unwraps the keys here and a new password wraps them again. */
 export function RecoverPage() {
@@ -60,23 +60,13 @@ export function RecoverPage() {
           spellCheck={false}
           required
         />
-        <Field
+        <NewPasswordFields
           label="New password"
+          repeatLabel="Repeat the new password"
           name="password"
-          type="password"
-          autoComplete="new-password"
-          minLength={10}
-          required
+          repeatName="repeat"
           value={password}
-          onChange={(e) => setPassword(e.target.value)}
-          hint={password ? `Strength: ${strength.label}` : 'At least 10 characters'}
-        />
-        <Field
-          label="Repeat the new password"
-          name="repeat"
-          type="password"
-          autoComplete="new-password"
-          required
+          onChange={setPassword}
         />
         {problem ? (
           <div className="error-note" role="alert">

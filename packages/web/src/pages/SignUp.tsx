@@ -5,18 +5,7 @@ import { auth, useAuth } from '../lib/auth';
 import { copyText, downloadText } from '../lib/clipboard';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
-
-/** A rough strength estimate in words; the server never sees the password, so the hint is ours to give. */
-export function passwordStrength(password: string): { label: string; ok: boolean } {
-  const classes = [/[a-z]/, /[A-Z]/, /\d/, /[^A-Za-z0-9]/].filter((r) => r.test(password)).length;
-  const words = password.trim().split(/\s+/).length;
-  if (password.length < 10) return { label: 'Too short: use at least 10 characters', ok: false };
-  if (password.length >= 16 || (words >= 4 && password.length >= 14))
-    return { label: 'Strong', ok: true };
-  if (classes >= 3)
-    return { label: 'Fair: longer is stronger (a passphrase of 4+ words)', ok: true };
-  return { label: 'Weak: mix cases, digits and symbols, or use a longer passphrase', ok: true };
-}
+import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
 
 /**
  * Sign-up, optionally with an invitation token (it proves the address). The
@@ -129,25 +118,13 @@ export function SignUpForm({
         required
         error={problem?.fields.email}
       />
-      <Field
+      <NewPasswordFields
         label="Password"
+        repeatLabel="Repeat password"
         name="password"
-        type="password"
-        autoComplete="new-password"
-        required
-        minLength={10}
+        repeatName="confirm"
         value={password}
-        onChange={(e) => setPassword(e.target.value)}
-        hint={
-          password ? `Strength: ${strength.label}` : 'At least 10 characters; a passphrase is best'
-        }
-      />
-      <Field
-        label="Repeat password"
-        name="confirm"
-        type="password"
-        autoComplete="new-password"
-        required
+        onChange={setPassword}
       />
       {problem ? (
         <div className="error-note" role="alert">

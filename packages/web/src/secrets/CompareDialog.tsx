@@ -1,6 +1,7 @@
 import { compareSecrets, type Environment } from '@coffer/sdk';
 import { useId, useMemo, useState } from 'react';
 import { Dialog } from '../ui/Dialog';
+import { RevealButton } from '../ui/RevealButton';
 import { SwapIcon } from '../ui/icons';
 import { stageValue } from './Cell';
 import type { SecretMeta } from './data';
@@ -83,14 +84,11 @@ export function CompareDialog({
       <td className="mono">{name in a ? (shown.has(name) ? a[name] : '••••••••') : '—'}</td>
       <td className="mono">{name in b ? (shown.has(name) ? b[name] : '••••••••') : '—'}</td>
       <td>
-        <button
-          type="button"
-          aria-pressed={shown.has(name)}
-          onClick={() => toggle(shown, setShown, name)}
-          aria-label={`${shown.has(name) ? 'Hide' : 'Reveal'} ${name}`}
-        >
-          {shown.has(name) ? 'Hide' : 'Reveal'}
-        </button>
+        <RevealButton
+          shown={shown.has(name)}
+          what={name}
+          onToggle={() => toggle(shown, setShown, name)}
+        />
       </td>
     </tr>
   );

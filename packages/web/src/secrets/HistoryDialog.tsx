@@ -14,6 +14,7 @@ import { client } from '../lib/client';
 import { ago, formatDate } from '../lib/format';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
+import { RevealButton } from '../ui/RevealButton';
 import { decryptEnvelope, encryptFor, withCurrentEpoch } from './crypto';
 import { secretsKey } from './data';
 
@@ -195,17 +196,15 @@ export function HistoryDialog({
                     </td>
                     <td className="row-actions">
                       {canRead ? (
-                        <button
-                          type="button"
-                          aria-pressed={values.has(version.version)}
-                          onClick={() =>
+                        <RevealButton
+                          shown={values.has(version.version)}
+                          what={`version ${version.version}`}
+                          onToggle={() =>
                             values.has(version.version)
                               ? hide(version.version)
                               : void reveal(version)
                           }
-                        >
-                          {values.has(version.version) ? 'Hide' : 'Reveal'}
-                        </button>
+                        />
                       ) : null}
                       {canRead && version.version !== current ? (
                         <button type="button" onClick={() => setConfirming(version.version)}>

@@ -11,6 +11,7 @@ import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
 import { auth } from '../lib/auth';
 import { Dialog } from '../ui/Dialog';
+import { RevealButton } from '../ui/RevealButton';
 import { encryptFor, withCurrentEpoch } from './crypto';
 import { fetchCurrent, secretsKey, type SecretMeta } from './data';
 import { plaintext } from './plaintext';
@@ -204,14 +205,11 @@ export function ReviewDialog({
                           {change.kind === 'set' ? (visible ? change.value : '••••••••') : '—'}
                         </td>
                         <td>
-                          <button
-                            type="button"
-                            aria-pressed={visible}
-                            onClick={() => toggle(key)}
-                            aria-label={`${visible ? 'Hide' : 'Reveal'} ${name} in ${environment.name}`}
-                          >
-                            {visible ? 'Hide' : 'Reveal'}
-                          </button>
+                          <RevealButton
+                            shown={visible}
+                            what={`${name} in ${environment.name}`}
+                            onToggle={() => toggle(key)}
+                          />
                         </td>
                       </tr>
                     );
