@@ -349,9 +349,16 @@ function InviteForm({
                 lets their browser prove its keys to your team, so the project key can be granted
                 without comparing fingerprints. It is shown only now.
               </p>
-              <output className="recovery-key mono" aria-label="Introduction link">
-                {invite.data.link}
-              </output>
+              <label className="field">
+                <span>Introduction link</span>
+                <textarea
+                  className="mono introduction-link"
+                  readOnly
+                  rows={2}
+                  value={invite.data.link}
+                  onFocus={(e) => e.currentTarget.select()}
+                />
+              </label>
               <div>
                 <button
                   type="button"
