@@ -18,7 +18,7 @@ import { apiPath, type CofferClient, type Page } from './http.js';
 
 // The password never leaves this file: the server gets an auth key derived from
 // it (HKDF of the Argon2id master key) and private keys wrapped under another
-// key derived from it. See DESIGN.md §4 and CRYPTO.md.
+// key derived from it. See CRYPTO.md.
 
 export interface User {
   id: string;

@@ -1,5 +1,5 @@
 /**
- * The API's stable error codes (DESIGN.md §3). The server may add codes; the
+ * The API's stable error codes (the README lists them). The server may add codes; the
  * type stays open so a newer server never breaks an older client.
  */
 export type ApiErrorCode =

@@ -44,7 +44,7 @@ export const etagOf = (body: Buffer) =>
   `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
 
 /**
- * In-memory cache of serialized environment listings (DESIGN.md section 7).
+ * In-memory cache of serialized environment listings.
  *
  * Correctness does not depend on invalidation: every key carries the
  * environment's revision, which the request reads from the database together
