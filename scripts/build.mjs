@@ -62,6 +62,10 @@ async function buildAtomically(options) {
 async function buildWeb() {
   const web = `${root}packages/web`;
   if (!existsSync(`${web}/index.html`)) return;
+  // Vite picks each package's production build (React Router's, React's) from
+  // NODE_ENV: a build run from the test runner (NODE_ENV=test) or any other
+  // environment must still be the production dashboard.
+  process.env.NODE_ENV = 'production';
   // Loaded only here: building the server alone does not need Vite.
   const { build: viteBuild } = await import('vite');
   const outDir = `${web}/.dist-${process.pid}.tmp`;

@@ -1,21 +1,25 @@
 import { type Environment } from '@coffer/sdk';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { memo, useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import {
+  lazy,
+  memo,
+  Suspense,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  type KeyboardEvent,
+} from 'react';
 import { Link } from 'react-router';
 import { copyText } from '../lib/clipboard';
 import { useEnvironments, useVaultStatus } from '../lib/queries';
 import { useProjectContext } from '../pages/ProjectLayout';
 import { ErrorNote } from '../ui/ErrorNote';
-import { AddSecretDialog } from './AddSecretDialog';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
-import { CompareDialog } from './CompareDialog';
 import { useSecretsOf, type SecretMeta } from './data';
-import { EditAsTextDialog } from './EditAsTextDialog';
 import { activeCell, cellId, editingCell, focusCell } from './grid-state';
-import { HistoryDialog } from './HistoryDialog';
-import { ReviewDialog } from './ReviewDialog';
-import { ShortcutsDialog } from './ShortcutsDialog';
 import { revealed, staged, useNewStagedNames, useStagedSummary } from './store';
 import { EyeIcon } from '../ui/icons';
 import { keyring } from '../lib/keyring';
@@ -29,6 +33,26 @@ type Open =
   | { kind: 'text'; environment: Environment }
   | { kind: 'history'; environment: Environment; name: string }
   | null;
+
+// The dialogs load when first opened: the first visit carries the grid only.
+const AddSecretDialog = lazy(() =>
+  import('./AddSecretDialog').then((m) => ({ default: m.AddSecretDialog })),
+);
+const CompareDialog = lazy(() =>
+  import('./CompareDialog').then((m) => ({ default: m.CompareDialog })),
+);
+const EditAsTextDialog = lazy(() =>
+  import('./EditAsTextDialog').then((m) => ({ default: m.EditAsTextDialog })),
+);
+const HistoryDialog = lazy(() =>
+  import('./HistoryDialog').then((m) => ({ default: m.HistoryDialog })),
+);
+const ReviewDialog = lazy(() =>
+  import('./ReviewDialog').then((m) => ({ default: m.ReviewDialog })),
+);
+const ShortcutsDialog = lazy(() =>
+  import('./ShortcutsDialog').then((m) => ({ default: m.ShortcutsDialog })),
+);
 
 /** The project's secrets: a row per name, a column per environment. */
 export function SecretsPage() {
@@ -385,40 +409,46 @@ export function SecretsPage() {
         {announcement}
       </div>
 
-      {open?.kind === 'review' ? (
-        <ReviewDialog
-          project={project}
-          environments={envs}
-          secrets={byEnvironment}
-          onClose={() => setOpen(null)}
-        />
-      ) : null}
-      {open?.kind === 'add' ? (
-        <AddSecretDialog
-          environments={envs}
-          secrets={byEnvironment}
-          onClose={() => setOpen(null)}
-        />
-      ) : null}
-      {open?.kind === 'text' ? (
-        <EditAsTextDialog
-          environment={open.environment}
-          secrets={byEnvironment.get(open.environment.id) ?? new Map()}
-          onClose={() => setOpen(null)}
-        />
-      ) : null}
-      {open?.kind === 'compare' ? (
-        <CompareDialog environments={envs} secrets={byEnvironment} onClose={() => setOpen(null)} />
-      ) : null}
-      {open?.kind === 'history' ? (
-        <HistoryDialog
-          project={project}
-          environment={open.environment}
-          name={open.name}
-          onClose={() => setOpen(null)}
-        />
-      ) : null}
-      {open?.kind === 'shortcuts' ? <ShortcutsDialog onClose={() => setOpen(null)} /> : null}
+      <Suspense fallback={null}>
+        {open?.kind === 'review' ? (
+          <ReviewDialog
+            project={project}
+            environments={envs}
+            secrets={byEnvironment}
+            onClose={() => setOpen(null)}
+          />
+        ) : null}
+        {open?.kind === 'add' ? (
+          <AddSecretDialog
+            environments={envs}
+            secrets={byEnvironment}
+            onClose={() => setOpen(null)}
+          />
+        ) : null}
+        {open?.kind === 'text' ? (
+          <EditAsTextDialog
+            environment={open.environment}
+            secrets={byEnvironment.get(open.environment.id) ?? new Map()}
+            onClose={() => setOpen(null)}
+          />
+        ) : null}
+        {open?.kind === 'compare' ? (
+          <CompareDialog
+            environments={envs}
+            secrets={byEnvironment}
+            onClose={() => setOpen(null)}
+          />
+        ) : null}
+        {open?.kind === 'history' ? (
+          <HistoryDialog
+            project={project}
+            environment={open.environment}
+            name={open.name}
+            onClose={() => setOpen(null)}
+          />
+        ) : null}
+        {open?.kind === 'shortcuts' ? <ShortcutsDialog onClose={() => setOpen(null)} /> : null}
+      </Suspense>
     </section>
   );
 }
