@@ -395,6 +395,125 @@ for (const dialect of DIALECTS) {
       await grantMember(adminVault, late.id);
     });
 
+    it('a re-key leaves a member awaiting a grant pending: their keys (substituted or not) get no key', async () => {
+      const admin = await newUser(server);
+      const pending = await newUser(server);
+      const projectId = (
+        await createProjectWithVault(admin.client, admin.keys, { name: 'Still pending' })
+      ).id;
+      await join(admin, pending, projectId, 'developer');
+      // The server substitutes the pending member's keys before anyone vouched for them.
+      const attacker = await substituteKeys(pending.id);
+      const result = await rekey(admin.client, projectId, admin.keys, {
+        pins: pinsOf(admin),
+      });
+      assert.equal(result.epoch, 2);
+      assert.equal(result.grants, 1, 'only the admin, who held the key, is re-granted');
+      const grants = await db()
+        .selectFrom('vault_grants')
+        .select(['recipient_id', 'epoch'])
+        .where('project_id', '=', projectId)
+        .where('kind', '=', 'project_key')
+        .execute();
+      assert.deepEqual(grants, [{ recipient_id: admin.id, epoch: 2 }]);
+      const adminVault = await openVault(admin.client, projectId, admin.keys);
+      const awaiting = await pendingGrants(adminVault);
+      assert.deepEqual(
+        awaiting.map((p) => [p.user_id, p.public_key]),
+        [[pending.id, toBase64url(attacker.encryption.publicKey)]],
+      );
+      // And the substituted keys still need vouching for.
+      await refuses(grantMember(adminVault, pending.id), 'unverified_member', pending.email);
+      adminVault.forget();
+    });
+
+    it('a granted member’s keys substituted in the database: the re-key refuses naming them, with pins or without', async () => {
+      const admin = await newUser(server);
+      const dev = await newUser(server);
+      const projectId = (
+        await createProjectWithVault(admin.client, admin.keys, { name: 'Re-key substituted' })
+      ).id;
+      const adminVault = await openVault(admin.client, projectId, admin.keys);
+      await join(admin, dev, projectId, 'developer');
+      const adminPins = await pinsOf(admin);
+      await grantMember(adminVault, dev.id, {
+        expectedFingerprint: ownFingerprint(dev),
+        pins: adminPins,
+      });
+      adminVault.forget();
+      await substituteKeys(dev.id);
+      // With pins: the pin and the grant both say these are not the keys the admin granted.
+      await refuses(
+        rekey(admin.client, projectId, admin.keys, {
+          pins: pinsOf(admin, adminPins.version),
+        }),
+        'key_changed',
+        dev.email,
+      );
+      // Without pins: the developer's grant, signed by this admin, does not verify against
+      // the keys shown now, so the re-key refuses all the same.
+      await refuses(rekey(admin.client, projectId, admin.keys), 'key_changed', dev.email);
+      const { vault_epoch } = await db()
+        .selectFrom('projects')
+        .select('vault_epoch')
+        .where('id', '=', projectId)
+        .executeTakeFirstOrThrow();
+      assert.equal(vault_epoch, 1, 'nothing was re-keyed');
+    });
+
+    it('a pending member planted in the snapshot with a grant signed by a forged granter key: refused with pins', async () => {
+      const admin = await newUser(server);
+      const other = await newUser(server);
+      const pending = await newUser(server);
+      const projectId = (
+        await createProjectWithVault(admin.client, admin.keys, { name: 'Forged granter' })
+      ).id;
+      const adminVault = await openVault(admin.client, projectId, admin.keys);
+      await join(admin, other, projectId, 'admin');
+      const adminPins = await pinsOf(admin);
+      await grantMember(adminVault, other.id, {
+        expectedFingerprint: ownFingerprint(other),
+        pins: adminPins,
+      });
+      adminVault.forget();
+      await join(admin, pending, projectId, 'developer');
+      // The server substitutes the pending member's keys and the other admin's, and plants a
+      // grant "from the other admin" to the substituted keys, so the member looks granted.
+      const fakeMember = await substituteKeys(pending.id);
+      const fakeAdmin = await substituteKeys(other.id);
+      const planted = createGrant({
+        key: generateProjectKey(),
+        kind: 'project_key',
+        projectId,
+        epoch: 1,
+        recipientId: pending.id,
+        recipientPublicKey: fakeMember.encryption.publicKey,
+        granterId: other.id,
+        granterSigningSecretKey: fakeAdmin.signing.secretKey,
+      });
+      await db()
+        .insertInto('vault_grants')
+        .values({
+          id: `grt_planted${Date.now()}`,
+          project_id: projectId,
+          epoch: 1,
+          kind: 'project_key',
+          recipient_type: 'user',
+          recipient_id: pending.id,
+          environment_id: null,
+          sealed_key: planted.sealed_key,
+          signature: planted.signature,
+          granter_id: other.id,
+          created_at: new Date().toISOString(),
+        })
+        .execute();
+      await refuses(
+        rekey(admin.client, projectId, admin.keys, { pins: pinsOf(admin, adminPins.version) }),
+        'key_changed',
+        other.email,
+      );
+    });
+
     it('the invitation e-mail flow keeps working: accepting with only the token, then a fingerprint grant', async () => {
       const admin = await newUser(server);
       const dev = await newUser(server);

@@ -63,6 +63,20 @@ export interface EnvironmentGrantUpload {
   signature: string;
 }
 
+/** A member of a snapshot, with the project-key grant they hold at the snapshot's epoch. */
+export interface SnapshotMember extends VaultMember {
+  /** Their grant at the current epoch and its granter's keys (absent from servers before this field). */
+  grant?: {
+    epoch: number;
+    sealed_key: string;
+    signature: string;
+    granter_id: string;
+    granter_signing_public_key: string | null;
+    granter_public_key: string | null;
+    granter_email: string | null;
+  };
+}
+
 export interface VaultSnapshot {
   project_id: string;
   epoch: number;
@@ -76,7 +90,8 @@ export interface VaultSnapshot {
     epoch: number;
     value: string;
   }[];
-  members: VaultMember[];
+  /** Members who hold the project key at the snapshot's epoch (those awaiting a grant are left out). */
+  members: SnapshotMember[];
   /** Introduction secrets sealed under the current epoch: a re-key re-seals them. */
   introductions?: { member_id: string; user_id: string; sealed_secret: string }[];
   api_keys: {

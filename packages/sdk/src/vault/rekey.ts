@@ -5,6 +5,7 @@ import {
   encryptSecretValue,
   generateProjectKey,
   ready,
+  verifyGrantSignature,
 } from '../crypto/index.js';
 import { sodium } from '../crypto/sodium.js';
 import { CofferApiError } from '../client/errors.js';
@@ -14,8 +15,11 @@ import {
   postRekey,
   type RekeyResult,
   type RekeyUpload,
+  type SnapshotMember,
   type VaultSnapshot,
 } from '../client/vault.js';
+import { VaultError } from './errors.js';
+import type { KeyPins } from './key-pins.js';
 import { resealIntroductions } from './introduction.js';
 import { grantUpload } from './project.js';
 import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
@@ -43,8 +47,11 @@ const PROGRESS_EVERY = 500;
  * Re-keys a project's vault (an admin with the current key): fetches the
  * snapshot, generates a new project key, re-encrypts every stored version —
  * history included — under the next epoch, grants the new key to every member
- * with vault access and each live token's environments, and commits it all in
- * one request. A 409 from a concurrent change (a secret written, a member or a
+ * who holds the current one (each checked: their grant must verify against the
+ * keys shown for them now, and with `pins` those keys must match their pin;
+ * `key_changed` otherwise) and each live token's environments, and commits it
+ * all in one request. Members still awaiting a grant get nothing and stay
+ * pending. A 409 from a concurrent change (a secret written, a member or a
  * token added meanwhile) refetches and redoes the work.
  */
 export async function rekey(
@@ -63,11 +70,10 @@ export async function rekey(
       const snapshot = await getVaultSnapshot(client, projectId);
       if (snapshot.epoch !== session.epoch) await session.refresh();
       const pins = await options.pins;
-      if (pins) {
-        // Refuse to seal the new key to a member whose keys differ from their pin.
-        for (const member of snapshot.members) pins.accept(member);
-        if (pins.dirty) await pins.save();
-      }
+      // Refuse to seal the new key to a member whose keys differ from those their
+      // grant was sealed to, or from their pin.
+      for (const member of snapshot.members) checkRecipient(session, snapshot, member, pins);
+      if (pins?.dirty) await pins.save();
       const upload = buildRekey(session, snapshot, (phase, done, total) =>
         report({ phase, done, total, attempt }),
       );
@@ -92,6 +98,83 @@ export async function rekey(
   } finally {
     session.forget();
   }
+}
+
+/**
+ * A re-key re-grants only members who hold the key now (the server leaves
+ * members awaiting a grant out of the snapshot). Each one's current grant must
+ * verify against the keys the server shows for them now — signed by this admin,
+ * or by a granter whose keys match their pin when `pins` is given — so keys
+ * substituted after the grant are refused (`key_changed`, naming the member)
+ * rather than handed the new key, unless `pins` holds exactly these keys as
+ * `verified` (the admin compared the new fingerprint: `KeyPins.verify`); with
+ * `pins`, the member's pin is checked too.
+ */
+function checkRecipient(
+  session: VaultSession,
+  snapshot: VaultSnapshot,
+  member: SnapshotMember,
+  pins: KeyPins | undefined,
+): void {
+  const grant = member.grant;
+  if (!grant) {
+    throw new VaultError(
+      'untrusted_granter',
+      `The server does not show the grant ${member.email} holds, so their keys cannot be checked before re-keying`,
+    );
+  }
+  const own = grant.granter_id === session.signer.id;
+  const granterKey = own ? session.publicKeys.signingPublicKey : grant.granter_signing_public_key;
+  if (!granterKey) {
+    throw new VaultError(
+      'untrusted_granter',
+      `The signer of ${member.email}'s grant (${grant.granter_id}) has no known key`,
+    );
+  }
+  if (!own && pins) {
+    if (!grant.granter_public_key) {
+      throw new VaultError(
+        'untrusted_granter',
+        `The server does not show the keys of ${grant.granter_email ?? grant.granter_id}, who granted ${member.email}`,
+      );
+    }
+    pins.accept({
+      user_id: grant.granter_id,
+      email: grant.granter_email ?? '',
+      public_key: grant.granter_public_key,
+      signing_public_key: granterKey,
+    });
+  }
+  let holds: boolean;
+  try {
+    holds =
+      grant.epoch === snapshot.epoch &&
+      verifyGrantSignature(
+        {
+          kind: 'project_key',
+          project_id: session.projectId,
+          epoch: grant.epoch,
+          environment_id: null,
+          recipient_id: member.user_id,
+          sealed_key: grant.sealed_key,
+          granter_id: grant.granter_id,
+          signature: grant.signature,
+        },
+        { recipientPublicKey: member.public_key, granterSigningPublicKey: granterKey },
+      );
+  } catch {
+    holds = false;
+  }
+  // Keys that differ from the granted ones pass only when the admin compared these
+  // very keys out of band (`KeyPins.verify`): `check` throws key_changed for others.
+  if (!holds && pins?.check(member) !== 'verified') {
+    throw new VaultError(
+      'key_changed',
+      `The server shows keys for ${member.email} (${member.user_id}), fingerprint ${member.fingerprint}, that are not the keys they were granted the project key under. Refusing to re-key: someone may be substituting keys. If they really have new keys, compare fingerprints with them (coffer keys verify) and grant them again.`,
+    );
+  }
+  // key_changed, naming the member, when they are pinned with other keys.
+  pins?.accept(member);
 }
 
 function buildRekey(

@@ -114,6 +114,34 @@ export async function membersAwaitingGrant(db: Db, projectId: string, epoch: num
     .execute();
 }
 
+/**
+ * The project-key grants of one epoch, each with its granter's keys: who held
+ * the key at that epoch, which a re-key re-grants (members still awaiting a
+ * grant stay pending), and what lets the re-keying client check each
+ * recipient's keys against the grant they were given.
+ */
+export async function projectKeyGrantsAt(db: Db, projectId: string, epoch: number) {
+  return db
+    .selectFrom('vault_grants as g')
+    .leftJoin('users as u', 'u.id', 'g.granter_id')
+    .select([
+      'g.recipient_id',
+      'g.epoch',
+      'g.sealed_key',
+      'g.signature',
+      'g.granter_id',
+      'u.signing_public_key as granter_signing_public_key',
+      'u.public_key as granter_public_key',
+      'u.email as granter_email',
+    ])
+    .where('g.project_id', '=', projectId)
+    .where('g.epoch', '=', epoch)
+    .where('g.kind', '=', 'project_key')
+    .where('g.recipient_type', '=', 'user')
+    .orderBy('g.recipient_id')
+    .execute();
+}
+
 export async function userKeys(db: Db, userId: string) {
   return db
     .selectFrom('users')

@@ -216,9 +216,34 @@ export const Snapshot = DataEnvelope(
         ),
         { description: 'Every stored version of every secret, history included' },
       ),
-      members: Type.Array(Type.Object(MemberKeys, { additionalProperties: false }), {
-        description: 'Every member who must receive the new project key',
-      }),
+      members: Type.Array(
+        Type.Object(
+          {
+            ...MemberKeys,
+            grant: Type.Object(
+              {
+                epoch: Type.Integer(),
+                sealed_key: Type.String(),
+                signature: Type.String(),
+                granter_id: Type.String(),
+                granter_signing_public_key: Nullable(Type.String()),
+                granter_public_key: Nullable(Type.String()),
+                granter_email: Nullable(Type.String()),
+              },
+              {
+                additionalProperties: false,
+                description:
+                  'Their project-key grant at the current epoch, with the granter’s keys: the re-keying client checks it against the keys shown for the member and refuses a member whose keys changed since',
+              },
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            'Every member who holds the project key at the current epoch and must receive the new one; members still awaiting a grant are left out and stay pending',
+        },
+      ),
       introductions: Type.Array(
         Type.Object(
           { member_id: Type.String(), user_id: Type.String(), sealed_secret: Type.String() },

@@ -283,6 +283,12 @@ export function vaultService(deps: VaultDeps) {
         const environments = await repo.environmentsOf(trx, projectId);
         const versions = await repo.allVersions(trx, projectId);
         const members = await repo.vaultMembers(trx, projectId);
+        const held = new Map(
+          (await repo.projectKeyGrantsAt(trx, projectId, state.vault_epoch)).map((g) => [
+            g.recipient_id,
+            g,
+          ]),
+        );
         const tokens = await repo.liveTokens(trx, projectId, now);
         const introductions = await repo.introductionsOf(trx, projectId);
         return {
@@ -290,7 +296,25 @@ export function vaultService(deps: VaultDeps) {
           epoch: state.vault_epoch,
           environments,
           versions,
-          members: members.map(memberKeys),
+          // Only members who hold the key now are re-granted: one still awaiting a
+          // grant stays pending (an admin must vouch for their keys first).
+          members: members
+            .filter((m) => held.has(m.user_id))
+            .map((m) => {
+              const g = held.get(m.user_id)!;
+              return {
+                ...memberKeys(m),
+                grant: {
+                  epoch: g.epoch,
+                  sealed_key: g.sealed_key,
+                  signature: g.signature,
+                  granter_id: g.granter_id,
+                  granter_signing_public_key: g.granter_signing_public_key,
+                  granter_public_key: g.granter_public_key,
+                  granter_email: g.granter_email,
+                },
+              };
+            }),
           introductions,
           api_keys: tokens
             .filter((t) => t.type === 'api_key')
@@ -317,7 +341,8 @@ export function vaultService(deps: VaultDeps) {
 
     /**
      * Commits a re-key atomically: every stored version re-encrypted under the next
-     * epoch, every member with vault access and every live token re-granted. Any
+     * epoch, every member who held the project key at the old epoch and every live
+     * token re-granted (members awaiting a grant stay pending). Any
      * gap between the upload and what is stored is a 409 that says what differs,
      * so the client refetches the snapshot and redoes the work.
      */
@@ -382,7 +407,16 @@ export function vaultService(deps: VaultDeps) {
           );
         }
 
-        const members = await repo.vaultMembers(trx, projectId);
+        // Members awaiting a grant at the current epoch are not re-granted: they
+        // stay pending until an admin vouches for their keys.
+        const held = new Set(
+          (await repo.projectKeyGrantsAt(trx, projectId, input.from_epoch)).map(
+            (g) => g.recipient_id,
+          ),
+        );
+        const members = (await repo.vaultMembers(trx, projectId)).filter((m) =>
+          held.has(m.user_id),
+        );
         const tokens = await repo.liveTokens(trx, projectId, at.toISOString());
         const stored = new Set(await repo.versionIds(trx, projectId));
         const introductions = await repo.introductionsOf(trx, projectId);
