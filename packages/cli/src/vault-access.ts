@@ -1,4 +1,5 @@
 import {
+  decodeKeyPart,
   openVault,
   parseCredential,
   ready,
@@ -11,7 +12,9 @@ import { CliError } from './cli/errors.js';
 import type { Context } from './context.js';
 
 /** Checks COFFER_TOKEN's shape and splits it; a clear error instead of a 401 later. */
-export async function tokenParts(ctx: Context): Promise<{ bearer: string; keyPart: string }> {
+export async function tokenParts(
+  ctx: Context,
+): Promise<{ bearer: string; keyPart: string; creatorSigningPublicKey: string | null }> {
   await ready();
   try {
     return parseCredential(ctx.token!);
@@ -36,13 +39,17 @@ export async function vaultKeys(ctx: Context): Promise<VaultKeys> {
  */
 export async function privateKeyMaterial(ctx: Context): Promise<Uint8Array> {
   if (!ctx.token) return ctx.userKeys().encryption.secretKey;
-  return new Uint8Array(Buffer.from((await tokenParts(ctx)).keyPart, 'base64url'));
+  const { keyPart, creatorSigningPublicKey } = await tokenParts(ctx);
+  // Version 1: the key part is the seed itself; version 2: just its seed.
+  if (creatorSigningPublicKey === null) return new Uint8Array(Buffer.from(keyPart, 'base64url'));
+  return decodeKeyPart(keyPart).seed;
 }
 
 /**
  * Opens the vault. A user's grants are checked against their key pins (loaded
  * alongside): a granter whose keys differ from the pinned ones is refused
- * (`key_changed`), a new one pinned on first use. Tokens have no pins.
+ * (`key_changed`), a new one pinned on first use. Tokens have no pins; a
+ * version 2 token credential accepts only grants signed by its creator's key.
  */
 export async function openProjectVault(
   ctx: Context,
@@ -50,7 +57,12 @@ export async function openProjectVault(
   projectId: string,
 ): Promise<VaultSession> {
   const keys = await vaultKeys(ctx);
-  if (ctx.token) return openVault(client, projectId, keys);
+  if (ctx.token) {
+    // A version 2 credential names its creator's signing key: grants signed by
+    // another key are refused (untrusted_granter).
+    const { creatorSigningPublicKey } = await tokenParts(ctx);
+    return openVault(client, projectId, keys, { granterSigningPublicKey: creatorSigningPublicKey });
+  }
   const pins = ctx.keyPins(client);
   pins.catch(() => undefined); // awaited by openVault; never an unhandled rejection
   return openVault(client, projectId, keys, { pins });

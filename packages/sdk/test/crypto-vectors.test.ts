@@ -38,7 +38,8 @@ import {
 import { bytesToHex, hexToBytes, utf8Encode } from '../src/crypto/encoding.js';
 import { hkdfExtract, hmacSha256 } from '../src/crypto/hkdf.js';
 import { sodium } from '../src/crypto/sodium.js';
-import { composeBearer, crc32 } from '../src/crypto/token.js';
+import { composeBearer, crc32, decodeKeyPart, encodeKeyPart } from '../src/crypto/token.js';
+import { tokenSigningKeyPairFromKeyPart } from '../src/crypto/token-signing.js';
 import { userKeysFromSecretKeys } from '../src/crypto/user-keys.js';
 import { buildVectors, type VectorPart } from './vectors/generate.js';
 
@@ -361,6 +362,15 @@ test('token vectors', () => {
       x25519_secret_key: string;
       credential: string;
     };
+    key_part_v2: {
+      seed: string;
+      creator_signing_public_key: string;
+      key_part: string;
+      x25519_public_key: string;
+      ed25519_public_key: string;
+      credential: string;
+      invalid: { name: string; key_part: string }[];
+    };
     invalid_bearers: { name: string; bearer: string }[];
   }>('token.json');
   assert.equal(crc32(utf8Encode('123456789')), 0xcbf43926); // the standard CRC-32 check value
@@ -377,7 +387,48 @@ test('token vectors', () => {
   assert.deepEqual(parseCredential(file.key_part.credential), {
     bearer: file.bearers[0]!.bearer,
     keyPart: file.key_part.key_part,
+    creatorSigningPublicKey: null,
   });
+  // Version 2: 0x02 ‖ seed ‖ creator key, recomputed by hand; the same key pairs as the bare seed.
+  const v2 = file.key_part_v2;
+  const raw = new Uint8Array([
+    2,
+    ...fromBase64url(v2.seed),
+    ...fromBase64url(v2.creator_signing_public_key),
+  ]);
+  assert.equal(toBase64url(raw), v2.key_part);
+  assert.equal(v2.key_part.length, 87);
+  assert.equal(encodeKeyPart(fromBase64url(v2.seed), v2.creator_signing_public_key), v2.key_part);
+  const decoded = decodeKeyPart(v2.key_part);
+  assert.equal(decoded.version, 2);
+  assert.equal(toBase64url(decoded.seed), v2.seed);
+  assert.equal(decoded.creatorSigningPublicKey, v2.creator_signing_public_key);
+  assert.equal(v2.seed, file.key_part.key_part, 'the v2 vector wraps the v1 seed');
+  assert.equal(toBase64url(tokenKeyPairFromKeyPart(v2.key_part).publicKey), v2.x25519_public_key);
+  assert.equal(v2.x25519_public_key, file.key_part.x25519_public_key);
+  assert.equal(
+    toBase64url(tokenSigningKeyPairFromKeyPart(v2.key_part).publicKey),
+    v2.ed25519_public_key,
+  );
+  assert.equal(
+    toBase64url(tokenSigningKeyPairFromKeyPart(file.key_part.key_part).publicKey),
+    v2.ed25519_public_key,
+  );
+  assert.deepEqual(parseCredential(v2.credential), {
+    bearer: file.bearers[0]!.bearer,
+    keyPart: v2.key_part,
+    creatorSigningPublicKey: v2.creator_signing_public_key,
+  });
+  for (const vector of v2.invalid) {
+    assert.throws(
+      () => decodeKeyPart(vector.key_part),
+      { code: 'invalid_credential' },
+      vector.name,
+    );
+    assert.throws(() => parseCredential(`${file.bearers[0]!.bearer}.${vector.key_part}`), {
+      code: 'invalid_credential',
+    });
+  }
   for (const vector of file.invalid_bearers) {
     assert.equal(isWellFormedBearer(vector.bearer), false, vector.name);
     assert.throws(() => parseCredential(`${vector.bearer}.${file.key_part.key_part}`), {

@@ -738,10 +738,12 @@ describe('tokens', () => {
     assert.deepEqual(parseCredential(token.credential), {
       bearer: token.bearer,
       keyPart: token.keyPart,
+      creatorSigningPublicKey: null,
     });
     assert.deepEqual(parseCredential(` ${token.credential}\n`), {
       bearer: token.bearer,
       keyPart: token.keyPart,
+      creatorSigningPublicKey: null,
     });
     assert.equal(toBase64url(tokenKeyPairFromKeyPart(token.keyPart).publicKey), token.publicKey);
     assert.equal(fromBase64url(token.keyPart).length, 32);

@@ -8,9 +8,13 @@ import {
   KeyPins,
   acceptInvitation,
   acceptWithIntroduction,
+  createApiKey,
+  createCiToken,
   createGrant,
   createProjectWithVault,
+  decodeKeyPart,
   fingerprint,
+  fromCredential,
   generateProjectKey,
   generateUserKeys,
   getKeyPins,
@@ -19,6 +23,7 @@ import {
   inviteWithIntroduction,
   isVaultError,
   openVault,
+  parseCredential,
   parseIntroductionLink,
   pendingGrants,
   putKeyPins,
@@ -512,6 +517,73 @@ for (const dialect of DIALECTS) {
         'key_changed',
         other.email,
       );
+    });
+
+    it('a token credential names its creator’s key: a grant re-signed by a substituted creator key is refused, an old-format credential still opens', async () => {
+      const admin = await newUser(server);
+      const projectId = (await createProjectWithVault(admin.client, admin.keys, { name: 'Bound' }))
+        .id;
+      const adminVault = await openVault(admin.client, projectId, admin.keys);
+      const env = await environmentIds(admin.client, projectId);
+      await writeSecret(adminVault, env.staging!, 'TOKEN', 'real');
+      const { apiKey, credential } = await createApiKey(adminVault, {
+        name: 'pipeline',
+        role: 'developer',
+        scopes: { staging: 'read_write' },
+      });
+      adminVault.forget();
+      const { bearer, keyPart, creatorSigningPublicKey } = parseCredential(credential);
+      assert.equal(creatorSigningPublicKey, toBase64url(admin.keys.signing.publicKey));
+      // The same token written the old way: the bare seed as its key part.
+      const oldFormat = `${bearer}.${toBase64url(decodeKeyPart(keyPart).seed)}`;
+      assert.equal(parseCredential(oldFormat).creatorSigningPublicKey, null);
+
+      const pipeline = await fromCredential(server.baseUrl, credential);
+      assert.equal(await readSecret(pipeline.vault, env.staging!, 'TOKEN'), 'real');
+      // A CI token minted by the API key names the API key's signing key.
+      const { credential: ci } = await createCiToken(pipeline.vault, {
+        scopes: { staging: 'read' },
+      });
+      assert.equal(
+        parseCredential(ci).creatorSigningPublicKey,
+        pipeline.vault.publicKeys.signingPublicKey,
+      );
+      const ciRun = await fromCredential(server.baseUrl, ci);
+      assert.equal(await readSecret(ciRun.vault, env.staging!, 'TOKEN'), 'real');
+      const old = await fromCredential(server.baseUrl, oldFormat);
+      assert.equal(await readSecret(old.vault, env.staging!, 'TOKEN'), 'real');
+
+      // The server shows an attacker's key as the admin's and re-signs the token's grant
+      // of an environment key it knows.
+      const attacker = await substituteKeys(admin.id);
+      const planted = generateProjectKey();
+      const { public_key: tokenPublicKey } = await db()
+        .selectFrom('api_keys')
+        .select('public_key')
+        .where('id', '=', apiKey.id)
+        .executeTakeFirstOrThrow();
+      const grant = createGrant({
+        key: planted,
+        kind: 'environment_key',
+        projectId,
+        epoch: 1,
+        environmentId: env.staging!,
+        recipientId: apiKey.id,
+        recipientPublicKey: tokenPublicKey,
+        granterId: admin.id,
+        granterSigningSecretKey: attacker.signing.secretKey,
+      });
+      await db()
+        .updateTable('vault_grants')
+        .set({ sealed_key: grant.sealed_key, signature: grant.signature })
+        .where('project_id', '=', projectId)
+        .where('recipient_id', '=', apiKey.id)
+        .execute();
+      await refuses(fromCredential(server.baseUrl, credential), 'untrusted_granter', admin.email);
+      // An old-format credential has nothing to compare with: it takes the planted key.
+      const fooled = await fromCredential(server.baseUrl, oldFormat);
+      assert.deepEqual((await fooled.vault.environmentKey(env.staging!)).key, planted);
+      fooled.vault.forget();
     });
 
     it('the invitation e-mail flow keeps working: accepting with only the token, then a fingerprint grant', async () => {

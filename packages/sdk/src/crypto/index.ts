@@ -66,12 +66,15 @@ export {
 export {
   BEARER_PATTERN,
   TOKEN_PREFIXES,
+  decodeKeyPart,
+  encodeKeyPart,
   generateBearer,
   generateTokenCredential,
   hashBearer,
   isWellFormedBearer,
   parseCredential,
   tokenKeyPairFromKeyPart,
+  type KeyPartContents,
   type TokenCredential,
   type TokenPrefix,
 } from './token.js';

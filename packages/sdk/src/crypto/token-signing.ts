@@ -1,10 +1,8 @@
-import { fromBase64url, toBase64url } from './encoding.js';
+import { toBase64url } from './encoding.js';
 import { deriveSubkey } from './hkdf.js';
 import { sodium } from './sodium.js';
-import { tokenKeyPairFromKeyPart } from './token.js';
+import { decodeKeyPart, tokenKeyPairFromKeyPart } from './token.js';
 import type { KeyPair } from './user-keys.js';
-
-const KEY_PART_BYTES = 32;
 
 /**
  * The token's Ed25519 key pair, so an API key can sign the grants it makes when
@@ -13,7 +11,7 @@ const KEY_PART_BYTES = 32;
  * seed must never feed two algorithms directly.
  */
 export function tokenSigningKeyPairFromKeyPart(keyPart: string): KeyPair {
-  const seed = fromBase64url(keyPart, { code: 'invalid_credential', length: KEY_PART_BYTES });
+  const { seed } = decodeKeyPart(keyPart);
   const lib = sodium();
   const signingSeed = deriveSubkey(seed, ['coffer/v1/token-signing-key']);
   try {

@@ -70,9 +70,66 @@ export function isWellFormedBearer(token: string): boolean {
   return composeBearer(prefix, body) === token;
 }
 
-/** The token's X25519 key pair, derived from the 32-byte seed in the key part. */
+/** The version byte of a key part that names its creator's signing key. */
+const KEY_PART_V2 = 2;
+const KEY_PART_V2_BYTES = 1 + KEY_PART_BYTES + 32;
+
+/** What a token's key part holds. */
+export interface KeyPartContents {
+  /** 1: the bare 32-byte seed (older credentials); 2: the seed and the creator's signing key. */
+  version: 1 | 2;
+  /** The 32-byte seed of the token's key pairs (a copy: erase it after use). */
+  seed: Uint8Array;
+  /**
+   * Version 2: the Ed25519 public key (base64url) of whoever created the token,
+   * the only key whose grants the token's client accepts. Null for version 1.
+   */
+  creatorSigningPublicKey: string | null;
+}
+
+/**
+ * Decodes a key part: version 1 is base64url of the 32-byte seed (43
+ * characters); version 2 is base64url of `0x02 ‖ seed (32) ‖ creator Ed25519
+ * public key (32)` (87 characters). Throws `invalid_credential` otherwise.
+ */
+export function decodeKeyPart(keyPart: string): KeyPartContents {
+  const bytes = fromBase64url(keyPart, { code: 'invalid_credential' });
+  if (bytes.length === KEY_PART_BYTES) {
+    return { version: 1, seed: bytes, creatorSigningPublicKey: null };
+  }
+  if (bytes.length === KEY_PART_V2_BYTES && bytes[0] === KEY_PART_V2) {
+    const seed = bytes.slice(1, 1 + KEY_PART_BYTES);
+    const creatorSigningPublicKey = toBase64url(bytes.slice(1 + KEY_PART_BYTES));
+    sodium().memzero(bytes);
+    return { version: 2, seed, creatorSigningPublicKey };
+  }
+  throw new CryptoError('invalid_credential', 'unknown key part format');
+}
+
+/** A version 2 key part: the token's seed bound to its creator's Ed25519 public key. */
+export function encodeKeyPart(
+  seed: Uint8Array,
+  creatorSigningPublicKey: string | Uint8Array,
+): string {
+  const creator =
+    typeof creatorSigningPublicKey === 'string'
+      ? fromBase64url(creatorSigningPublicKey, { length: 32 })
+      : creatorSigningPublicKey;
+  if (!(seed instanceof Uint8Array) || seed.length !== KEY_PART_BYTES || creator.length !== 32) {
+    throw new CryptoError('invalid_input', 'a key part takes a 32-byte seed and a 32-byte key');
+  }
+  const bytes = new Uint8Array(KEY_PART_V2_BYTES);
+  bytes[0] = KEY_PART_V2;
+  bytes.set(seed, 1);
+  bytes.set(creator, 1 + KEY_PART_BYTES);
+  const encoded = toBase64url(bytes);
+  sodium().memzero(bytes);
+  return encoded;
+}
+
+/** The token's X25519 key pair, derived from the 32-byte seed in the key part (either version). */
 export function tokenKeyPairFromKeyPart(keyPart: string): KeyPair {
-  const seed = fromBase64url(keyPart, { code: 'invalid_credential', length: KEY_PART_BYTES });
+  const { seed } = decodeKeyPart(keyPart);
   const lib = sodium();
   const pair = lib.crypto_box_seed_keypair(seed);
   lib.memzero(seed);
@@ -97,15 +154,24 @@ export function generateTokenCredential(prefix: TokenPrefix): TokenCredential {
   return { bearer, keyPart, credential: `${bearer}.${keyPart}`, publicKey: toBase64url(publicKey) };
 }
 
-/** Splits `<bearer>.<keyPart>`; surrounding whitespace is ignored. Throws `invalid_credential`. */
-export function parseCredential(credential: string): { bearer: string; keyPart: string } {
+/**
+ * Splits `<bearer>.<keyPart>`; surrounding whitespace is ignored. Throws
+ * `invalid_credential`. `creatorSigningPublicKey` is the key a version 2 key
+ * part binds (null for version 1): pass it to `openVault` as `granterSigningPublicKey`.
+ */
+export function parseCredential(credential: string): {
+  bearer: string;
+  keyPart: string;
+  creatorSigningPublicKey: string | null;
+} {
   if (typeof credential !== 'string') throw new CryptoError('invalid_credential');
   const parts = credential.trim().split('.');
   if (parts.length !== 2) throw new CryptoError('invalid_credential');
   const [bearer, keyPart] = parts as [string, string];
   if (!isWellFormedBearer(bearer)) throw new CryptoError('invalid_credential');
-  fromBase64url(keyPart, { code: 'invalid_credential', length: KEY_PART_BYTES });
-  return { bearer, keyPart };
+  const { seed, creatorSigningPublicKey } = decodeKeyPart(keyPart);
+  sodium().memzero(seed);
+  return { bearer, keyPart, creatorSigningPublicKey };
 }
 
 /** Lowercase hex SHA-256 of the bearer (UTF-8): what the server stores and looks up. */

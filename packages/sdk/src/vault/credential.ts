@@ -12,7 +12,10 @@ export interface FromCredentialResult {
 /**
  * For pipelines with only `COFFER_TOKEN`: splits `<bearer>.<key part>`, builds a
  * client that sends only the bearer, finds the token's project (a token sees
- * exactly one) and opens its environment-key grants with the key part.
+ * exactly one) and opens its environment-key grants with the key part. A
+ * credential whose key part names its creator's signing key (version 2, made
+ * by this SDK's `createApiKey`/`createCiToken`) refuses a grant signed by any
+ * other key (`untrusted_granter`).
  */
 export async function fromCredential(
   baseUrl: string,
@@ -20,8 +23,8 @@ export async function fromCredential(
   options: Omit<CofferClientOptions, 'baseUrl' | 'credential'> & OpenVaultOptions = {},
 ): Promise<FromCredentialResult> {
   await ready();
-  const { bearer, keyPart } = parseCredential(credential);
-  const { trustGranter, ...clientOptions } = options;
+  const { bearer, keyPart, creatorSigningPublicKey } = parseCredential(credential);
+  const { trustGranter, granterSigningPublicKey, ...clientOptions } = options;
   const client = new CofferClient({ ...clientOptions, baseUrl, credential: { bearer } });
   const projects = await client.requestPage<{ id: string }>('GET', '/v1/projects', {
     query: { per_page: 1 },
@@ -31,6 +34,9 @@ export async function fromCredential(
     throw new TypeError('This credential sees no project (was it revoked with its project?)');
   const vault = await openVault(client, projectId, tokenKeysFromKeyPart(keyPart), {
     ...(trustGranter ? { trustGranter } : {}),
+    // A version 2 credential names its creator's signing key: only grants signed
+    // with it are opened (version 1: the granter's key as the server shows it).
+    granterSigningPublicKey: creatorSigningPublicKey ?? granterSigningPublicKey ?? null,
   });
   return { client, projectId, vault };
 }

@@ -34,6 +34,14 @@ export interface OpenVaultOptions {
    * Absent: granters' keys are taken as the server shows them (or `trustGranter`).
    */
   pins?: KeyPins | Promise<KeyPins>;
+  /**
+   * The only Ed25519 key (base64url) accepted as the signer of the caller's
+   * grants: a token's creator, as its version 2 key part binds it
+   * (`parseCredential(…).creatorSigningPublicKey`). A grant signed by any other
+   * key is refused (`untrusted_granter`), whatever the server says about its
+   * granter. Absent: granters' keys are taken as the server shows them.
+   */
+  granterSigningPublicKey?: string | null;
 }
 
 /** An environment key and the epoch it belongs to: what encrypts and decrypts that environment's values. */
@@ -202,6 +210,13 @@ export class VaultSession implements EnvironmentKeyProvider {
       throw new VaultError(
         'untrusted_granter',
         `The signer of a grant (${grant.granter_id}) has no known key`,
+      );
+    }
+    const bound = this.options.granterSigningPublicKey;
+    if (!own && bound && granterKey !== bound) {
+      throw new VaultError(
+        'untrusted_granter',
+        `A grant of this token is signed by ${grant.granter_email ?? grant.granter_id} with a key other than that of the token's creator, which the credential names. Refusing it: the server may be substituting keys. If an admin other than the creator re-keyed the project since, have the token re-created.`,
       );
     }
     if (!own && pins && grant.granter_id.startsWith('usr_')) {

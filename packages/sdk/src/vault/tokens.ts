@@ -1,4 +1,4 @@
-import { createGrant, ready, toBase64url } from '../crypto/index.js';
+import { createGrant, encodeKeyPart, ready } from '../crypto/index.js';
 import { randomBytes, sodium } from '../crypto/sodium.js';
 import { tokenKeysFromKeyPart } from '../crypto/token-signing.js';
 import { apiPath, type CofferClient } from '../client/http.js';
@@ -63,7 +63,11 @@ async function prepareToken(
   prefix: 'key' | 'cit',
   scopes: Record<string, Scope>,
 ) {
-  const keyPart = toBase64url(randomBytes(KEY_PART_BYTES));
+  // Version 2: the key part names the signing key of this session, which signs
+  // the token's grants, so the token's client can refuse grants signed by others.
+  const seed = randomBytes(KEY_PART_BYTES);
+  const keyPart = encodeKeyPart(seed, session.publicKeys.signingPublicKey);
+  sodium().memzero(seed);
   const keys = tokenKeysFromKeyPart(keyPart);
   const id = newTokenId(prefix);
   const grants: EnvironmentGrantUpload[] = [];

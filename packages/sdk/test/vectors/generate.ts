@@ -29,11 +29,12 @@ import {
   type TokenPrefix,
   type WrapContext,
 } from '../../src/crypto/index.js';
-import { bytesToHex, hexToBytes } from '../../src/crypto/encoding.js';
+import { bytesToHex, fromBase64url, hexToBytes } from '../../src/crypto/encoding.js';
 import { deriveSubkey, hkdfExtract } from '../../src/crypto/hkdf.js';
 import { deriveMasterKey, passwordKeysFromMasterKey } from '../../src/crypto/password.js';
 import { sodium } from '../../src/crypto/sodium.js';
-import { composeBearer, crc32 } from '../../src/crypto/token.js';
+import { composeBearer, crc32, encodeKeyPart } from '../../src/crypto/token.js';
+import { tokenKeysFromKeyPart } from '../../src/crypto/token-signing.js';
 import { userKeysFromSecretKeys } from '../../src/crypto/user-keys.js';
 
 /** Deterministic "random" input: BLAKE2b(label), 16..64 bytes. */
@@ -419,7 +420,9 @@ function tokenVectors() {
     description:
       'Bearer = prefix + 30 base62 characters + base62(CRC-32(prefix + body)) left-padded to 6 ' +
       '(alphabet 0-9A-Za-z, most significant first). hash = hex SHA-256(bearer). Key part = ' +
-      'base64url 32-byte seed; key pair = crypto_box_seed_keypair(seed); credential = bearer "." key_part.',
+      'base64url 32-byte seed; key pair = crypto_box_seed_keypair(seed); credential = bearer "." key_part. ' +
+      'Key part version 2 = base64url(0x02 ‖ seed ‖ creator Ed25519 public key), 87 characters: ' +
+      'the same key pairs from the seed; the token opens only grants signed by the creator key.',
     crc32: [
       { input: '123456789', crc32: crc32(new TextEncoder().encode('123456789')) },
       { input: '', crc32: crc32(new Uint8Array(0)) },
@@ -440,6 +443,27 @@ function tokenVectors() {
       x25519_secret_key: b64(pair.secretKey),
       credential: `${bearer}.${keyPart}`,
     },
+    key_part_v2: (() => {
+      // A version 2 key part: 0x02 ‖ seed (32) ‖ the creator's Ed25519 public key (32).
+      const seed = fixed('token key part', 32);
+      const creator = sodium().crypto_sign_seed_keypair(fixed('token creator signing seed', 32));
+      const encoded = encodeKeyPart(seed, creator.publicKey);
+      const keys = tokenKeysFromKeyPart(encoded);
+      const raw = fromBase64url(encoded);
+      return {
+        seed: b64(seed),
+        creator_signing_public_key: b64(creator.publicKey),
+        key_part: encoded,
+        x25519_public_key: keys.publicKey,
+        ed25519_public_key: keys.signingPublicKey,
+        credential: `${bearer}.${encoded}`,
+        invalid: [
+          { name: 'version byte 3', key_part: b64(new Uint8Array([3, ...raw.slice(1)])) },
+          { name: 'one byte short', key_part: b64(raw.slice(0, -1)) },
+          { name: 'one byte more', key_part: b64(new Uint8Array([...raw, 0])) },
+        ],
+      };
+    })(),
     invalid_bearers: [
       {
         name: 'checksum off by one character',
