@@ -4,6 +4,7 @@ import * as serverSettings from './2026-11-22-002-server-settings.js';
 import * as tokenSigningKeys from './2026-11-22-004-token-signing-keys.js';
 import * as auditChain from './2026-12-01-005-audit-chain.js';
 import * as keyTrust from './2026-12-10-010-key-trust.js';
+import * as auditChainFunction from './2026-12-11-011-audit-chain-function.js';
 
 /** Every migration, in order. Add new ones at the end; never edit a shipped one. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-004-token-signing-keys': tokenSigningKeys,
   '2026-12-01-005-audit-chain': auditChain,
   '2026-12-10-010-key-trust': keyTrust,
+  '2026-12-11-011-audit-chain-function': auditChainFunction,
 };
 
 export const migrationProvider: MigrationProvider = {

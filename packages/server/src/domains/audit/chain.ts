@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
+import { idLiteral } from '../../ids.js';
 
 /**
  * The audit log as hash chains, one per project (and one, keyed '', for events
@@ -16,7 +17,15 @@ import type { AuditEventTable, Database } from '../../db/schema.js';
  * transaction at a time; SQLite has one writer anyway) and must run inside the
  * transaction that inserts the events: a rollback gives the positions back.
  * The encoding must never change: the migration that chained the events
- * written before it (2026-12-01-005) carries its own copy of it.
+ * written before it (2026-12-01-005) carries its own copy of it, and so does
+ * PostgreSQL's `coffer_audit_chain` function (2026-12-11-011).
+ *
+ * On PostgreSQL, secret writes chain their events in the database instead
+ * (`auditChainStatement`): the events are inserted without a place in the
+ * chain, and one call of `coffer_audit_chain` sent in the commit's round trip
+ * (see `inSharedProjectTransaction`) locks the head, hashes and places them and
+ * moves the head, so a project's writers queue on its head only while
+ * PostgreSQL commits. Either way an event is never committed unchained.
  */
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -113,6 +122,31 @@ export async function chainAuditRows(
     heads.push({ chain, hash: prev });
   }
   return { rows: out, heads };
+}
+
+/**
+ * PostgreSQL: the parameterless statement that chains `rows` (inserted
+ * unchained, in this transaction) in the order given, for the caller to send
+ * with its commit; '' when there is nothing to chain. Every value in it is an
+ * id checked by `idLiteral` (the chain '' aside), so nothing else reaches the
+ * SQL text.
+ */
+export function auditChainStatement(rows: readonly AuditRow[]): string {
+  const byChain = new Map<string, string[]>();
+  for (const row of rows) {
+    const chain = chainOf(row.project_id);
+    let ids = byChain.get(chain);
+    if (!ids) byChain.set(chain, (ids = []));
+    ids.push(idLiteral('auditEvent', row.id));
+  }
+  // In chain order, like `chainAuditRows`, so two writers never take heads in opposite orders.
+  return [...byChain.keys()]
+    .sort()
+    .map((chain) => {
+      const literal = chain === '' ? "''" : idLiteral('project', chain);
+      return `select coffer_audit_chain(${literal}, array[${byChain.get(chain)!.join(',')}]::text[])`;
+    })
+    .join('; ');
 }
 
 /** Writes the heads `chainAuditRows` returned (in the same transaction). */

@@ -7,7 +7,7 @@ import type {
   SecretVersionTable,
 } from '../../db/schema.js';
 import { preparedWrite } from '../../db/prepared-query.js';
-import { chainAuditRows, storeChainHeads, type ChainHead } from '../audit/chain.js';
+import { auditChainStatement, chainAuditRows, storeChainHeads } from '../audit/chain.js';
 import { idLiteral } from '../../ids.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
@@ -266,36 +266,31 @@ interface AppendRows {
   audit: readonly Insertable<AuditEventTable>[];
 }
 
-/** The PostgreSQL statement's input: the audit rows chained, and their chain's new head. */
-interface AppendStatementRows extends Omit<AppendRows, 'secret'> {
-  secret?: SecretRow;
-  head: ChainHead;
-}
-
 /**
  * The PostgreSQL form of `appendChange`: one statement of data-modifying CTEs,
  * compiled once per shape (`variant` says whether the secret row is inserted,
- * updated or not written here).
+ * updated or not written here). Its audit events are inserted unchained; the
+ * statement `appendChange` returns chains them with the commit.
  */
-const appendStatement = preparedWrite((db, variant, rows: AppendStatementRows) => {
-  const { secret, versions, audit, head } = rows;
-  let creator: QueryCreator<Database> = db.with('audit_head', (qc) =>
-    qc.updateTable('audit_chain_heads').set({ hash: head.hash }).where('chain', '=', head.chain),
-  ) as unknown as QueryCreator<Database>;
-  if (secret) {
-    creator = creator.with('written_secret', (qc) =>
-      variant === 'insert'
-        ? qc.insertInto('secrets').values(secret)
-        : qc.updateTable('secrets').set(secretChange(secret)).where('id', '=', secret.id),
-    ) as unknown as QueryCreator<Database>;
-  }
-  if (versions.length > 0) {
-    creator = creator.with('appended_versions', (qc) =>
-      qc.insertInto('secret_versions').values([...versions]),
-    ) as unknown as QueryCreator<Database>;
-  }
-  return creator.insertInto('audit_events').values([...audit]);
-});
+const appendStatement = preparedWrite(
+  (db, variant, rows: Omit<AppendRows, 'secret'> & { secret?: SecretRow }) => {
+    const { secret, versions, audit } = rows;
+    let creator: QueryCreator<Database> = db;
+    if (secret) {
+      creator = creator.with('written_secret', (qc) =>
+        variant === 'insert'
+          ? qc.insertInto('secrets').values(secret)
+          : qc.updateTable('secrets').set(secretChange(secret)).where('id', '=', secret.id),
+      ) as unknown as QueryCreator<Database>;
+    }
+    if (versions.length > 0) {
+      creator = creator.with('appended_versions', (qc) =>
+        qc.insertInto('secret_versions').values([...versions]),
+      ) as unknown as QueryCreator<Database>;
+    }
+    return creator.insertInto('audit_events').values([...audit]);
+  },
+);
 
 /**
  * `appendChange` where data-modifying CTEs are not available (SQLite) or a
@@ -333,30 +328,38 @@ const revisionStatement = preparedWrite((db, _variant, environment: { id: string
  * are written a chunk at a time. The environment's revision is bumped after
  * it, by `bumpRevision` or, on PostgreSQL, with the commit
  * (`revisionBumpStatement`).
+ *
+ * The audit events take their places in the project's hash chain: on SQLite
+ * here (one writer at a time anyway); on PostgreSQL with the commit, through
+ * the statement returned (`auditChainStatement`), which the caller must send
+ * in the transaction's last round trip, after the revision bump. Taking the
+ * chain's head earlier would hold its row lock, which every writer of the
+ * project queues on, across the round trips that follow.
  */
 export async function appendChange(
   db: Kysely<Database>,
   dialect: DialectName,
   rows: AppendRows,
-): Promise<void> {
+): Promise<string> {
   const { secret, versions } = rows;
   const variant = !secret ? 'none' : secret.created ? 'insert' : 'update';
-  // Their places in the project's audit chain: this locks the chain's head
-  // (PostgreSQL) until commit, so it comes late, just before the last writes.
-  const { rows: audit, heads } = await chainAuditRows(db, rows.audit);
-  if (
-    dialect === 'postgres' &&
-    heads.length === 1 &&
-    versions.length <= CHUNK &&
-    audit.length <= CHUNK
-  ) {
-    await appendStatement(db, variant, { secret: secret?.row, versions, audit, head: heads[0]! });
-    return;
+  if (dialect === 'postgres') {
+    const { audit } = rows;
+    if (audit.length > 0 && versions.length <= CHUNK && audit.length <= CHUNK) {
+      await appendStatement(db, variant, { secret: secret?.row, versions, audit });
+    } else {
+      if (secret) await secretStatement(db, variant, secret.row);
+      await inChunks(versions, (chunk) => versionsStatement(db, '', chunk));
+      await inChunks(audit, (chunk) => auditStatement(db, '', chunk));
+    }
+    return auditChainStatement(audit);
   }
+  const { rows: audit, heads } = await chainAuditRows(db, rows.audit);
   if (secret) await secretStatement(db, variant, secret.row);
   await inChunks(versions, (chunk) => versionsStatement(db, '', chunk));
   await inChunks(audit, (chunk) => auditStatement(db, '', chunk));
   await storeChainHeads(db, heads);
+  return '';
 }
 
 /**

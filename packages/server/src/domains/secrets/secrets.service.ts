@@ -143,7 +143,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * row lock serialises the environment's writers until commit): on SQLite
    * inside the group's transaction, on PostgreSQL in the commit's round trip.
    */
-  const transact = <T extends { environmentId: string }>(
+  const transact = <T extends { environmentId: string; auditChain: string }>(
     projectId: string,
     work: (trx: Kysely<Database>) => Promise<T>,
   ): Promise<T> =>
@@ -154,7 +154,11 @@ export function secretsService(ctx: SecretsServiceDeps) {
           return done;
         })
       : inSharedProjectTransaction(db, projectId, work, (done) =>
-          repo.revisionBumpStatement(done.environmentId),
+          // The audit chain's head after the revision: a project's writers
+          // queue on it, so it is taken last (see `appendChange`).
+          [repo.revisionBumpStatement(done.environmentId), done.auditChain]
+            .filter(Boolean)
+            .join('; '),
         );
   // PostgreSQL writers run concurrently, so they lock the secret rows they change.
   const lockRows = ctx.db.dialect === 'postgres';
@@ -216,7 +220,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
             now,
             existing: row.secret,
           });
-          await repo.appendChange(trx, ctx.db.dialect, {
+          const auditChain = await repo.appendChange(trx, ctx.db.dialect, {
             secret,
             versions,
             audit: auditRows(
@@ -225,7 +229,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
               now,
             ),
           });
-          return { environmentId: context.environment.id, result };
+          return { environmentId: context.environment.id, result, auditChain };
         });
         cache.invalidateEnvironments([environmentId]);
         return result;
