@@ -586,6 +586,38 @@ for (const dialect of DIALECTS) {
       fooled.vault.forget();
     });
 
+    it('a re-key by another admin than a token’s creator says so: the token’s credential refuses the new grants, its old form still opens', async () => {
+      const admin = await newUser(server);
+      const second = await newUser(server);
+      const projectId = (
+        await createProjectWithVault(admin.client, admin.keys, { name: 'Other re-keyer' })
+      ).id;
+      const adminVault = await openVault(admin.client, projectId, admin.keys);
+      await join(admin, second, projectId, 'admin');
+      await grantMember(adminVault, second.id, { expectedFingerprint: ownFingerprint(second) });
+      const env = await environmentIds(admin.client, projectId);
+      await writeSecret(adminVault, env.staging!, 'TOKEN', 'real');
+      const { apiKey, credential } = await createApiKey(adminVault, {
+        name: 'pipeline',
+        role: 'developer',
+        scopes: { staging: 'read' },
+      });
+      adminVault.forget();
+      const { bearer, keyPart } = parseCredential(credential);
+      const oldFormat = `${bearer}.${toBase64url(decodeKeyPart(keyPart).seed)}`;
+
+      const byCreator = await rekey(admin.client, projectId, admin.keys);
+      assert.equal(byCreator.tokensCreatedByOthers, undefined);
+      const stillOpens = await fromCredential(server.baseUrl, credential);
+      assert.equal(await readSecret(stillOpens.vault, env.staging!, 'TOKEN'), 'real');
+
+      const byOther = await rekey(second.client, projectId, second.keys);
+      assert.deepEqual(byOther.tokensCreatedByOthers, [apiKey.id]);
+      await refuses(fromCredential(server.baseUrl, credential), 'untrusted_granter', second.email);
+      const old = await fromCredential(server.baseUrl, oldFormat);
+      assert.equal(await readSecret(old.vault, env.staging!, 'TOKEN'), 'real');
+    });
+
     it('the invitation e-mail flow keeps working: accepting with only the token, then a fingerprint grant', async () => {
       const admin = await newUser(server);
       const dev = await newUser(server);

@@ -167,8 +167,14 @@ export async function rekeyVault(
         progress.update(p.phase, p.done, p.total),
     });
     progress.finish();
-    if (!ctx.json)
+    if (!ctx.json) {
       note(`Re-keyed: epoch ${result.epoch}, ${result.versions} secret versions re-encrypted.`);
+      const others = result.tokensCreatedByOthers ?? [];
+      if (others.length > 0)
+        note(
+          `${others.length} token(s) created by someone else (${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}) now hold grants signed by you; their credentials refuse them if they name their creator's key: re-create those tokens.`,
+        );
+    }
     return result;
   } catch (err) {
     progress.finish();

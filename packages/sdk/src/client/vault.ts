@@ -101,6 +101,8 @@ export interface VaultSnapshot {
     scopes: Record<string, 'read' | 'read_write'>;
     public_key: string;
     expires_at: string | null;
+    /** Whose key signed its grants at creation (absent from servers before this field). */
+    created_by?: string;
   }[];
   ci_tokens: {
     id: string;
@@ -108,6 +110,8 @@ export interface VaultSnapshot {
     scopes: Record<string, 'read' | 'read_write'>;
     public_key: string;
     expires_at: string;
+    /** Whose key signed its grants at creation: a user, or the API key that minted it. */
+    created_by?: string;
   }[];
 }
 

@@ -41,6 +41,18 @@ export interface RekeyOptions extends OpenVaultOptions {
   maxAttempts?: number;
 }
 
+/** What the server committed, and the tokens whose credentials may need re-creating. */
+export interface RekeyOutcome extends RekeyResult {
+  /**
+   * Live API keys and CI tokens created by someone other than the re-keying
+   * admin. Their new grants are signed by this admin, and a credential that
+   * names its creator's key (a version 2 key part) opens only grants signed by
+   * that creator: re-create these tokens (older credentials keep working).
+   * Absent when there are none.
+   */
+  tokensCreatedByOthers?: string[];
+}
+
 /** How often `reencrypt` progress is reported. */
 const PROGRESS_EVERY = 500;
 /**
@@ -59,7 +71,7 @@ export async function rekey(
   projectId: string,
   keys: VaultKeys,
   options: RekeyOptions = {},
-): Promise<RekeyResult> {
+): Promise<RekeyOutcome> {
   await ready();
   const maxAttempts = options.maxAttempts ?? 5;
   const report = options.onProgress ?? (() => undefined);
@@ -81,7 +93,10 @@ export async function rekey(
       try {
         const result = await postRekey(client, projectId, upload);
         report({ phase: 'done', done: 1, total: 1, attempt });
-        return result;
+        const tokensCreatedByOthers = [...snapshot.api_keys, ...snapshot.ci_tokens]
+          .filter((t) => t.created_by !== undefined && t.created_by !== session.signer.id)
+          .map((t) => t.id);
+        return tokensCreatedByOthers.length > 0 ? { ...result, tokensCreatedByOthers } : result;
       } catch (error) {
         if (
           attempt < maxAttempts &&

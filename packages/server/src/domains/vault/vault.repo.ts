@@ -267,6 +267,8 @@ export interface LiveToken {
   public_key: string;
   signing_public_key: string | null;
   expires_at: string | null;
+  /** Whose key signed its grants at creation: the user, or the API key that minted a CI token. */
+  signed_by: string;
 }
 
 /**
@@ -293,7 +295,9 @@ export async function liveTokens(db: Db, projectId: string, now: string): Promis
   ] as const;
   const [keys, ciTokens, keyRoles, environments, creators] = await Promise.all([
     live('api_keys').select(columns).execute(),
-    live('ci_tokens').select(columns).execute(),
+    live('ci_tokens')
+      .select([...columns, 'created_by_api_key'])
+      .execute(),
     db.selectFrom('api_keys').select(['id', 'role']).where('project_id', '=', projectId).execute(),
     db.selectFrom('environments').select('id').where('project_id', '=', projectId).execute(),
     db
@@ -310,9 +314,16 @@ export async function liveTokens(db: Db, projectId: string, now: string): Promis
     Object.fromEntries(Object.entries(JSON.parse(json) as Scopes).filter(([e]) => existing.has(e)));
   const out: LiveToken[] = [];
   for (const [type, rows] of [
-    ['api_key', keys.map((k) => ({ ...k, role: keyRole.get(k.id)! }))],
+    ['api_key', keys.map((k) => ({ ...k, role: keyRole.get(k.id)!, signed_by: k.created_by }))],
     // CI tokens act as developers within their scopes (projects/access.ts).
-    ['ci_token', ciTokens.map((c) => ({ ...c, role: 'developer' as Role }))],
+    [
+      'ci_token',
+      ciTokens.map(({ created_by_api_key, ...c }) => ({
+        ...c,
+        role: 'developer' as Role,
+        signed_by: created_by_api_key ?? c.created_by,
+      })),
+    ],
   ] as const) {
     for (const { created_by, scopes, ...token } of rows) {
       const creator = creatorRole.get(created_by);

@@ -263,6 +263,7 @@ export const Snapshot = DataEnvelope(
             scopes: Scopes,
             public_key: Type.String(),
             expires_at: Nullable(Type.String()),
+            created_by: Type.String({ description: 'The user who created it' }),
           },
           { additionalProperties: false },
         ),
@@ -275,6 +276,9 @@ export const Snapshot = DataEnvelope(
             scopes: Scopes,
             public_key: Type.String(),
             expires_at: Type.String(),
+            created_by: Type.String({
+              description: 'The user or API key (key_…) that minted it',
+            }),
           },
           { additionalProperties: false },
         ),

@@ -325,6 +325,7 @@ export function vaultService(deps: VaultDeps) {
               scopes: t.scopes,
               public_key: t.public_key,
               expires_at: t.expires_at,
+              created_by: t.signed_by,
             })),
           ci_tokens: tokens
             .filter((t) => t.type === 'ci_token')
@@ -334,6 +335,7 @@ export function vaultService(deps: VaultDeps) {
               scopes: t.scopes,
               public_key: t.public_key,
               expires_at: t.expires_at!,
+              created_by: t.signed_by,
             })),
         };
       });
