@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import {
   createGrant,
+  decodeKeyPart,
   fingerprint,
   generateProjectKey,
   generateUserKeys,
@@ -16,6 +17,7 @@ import {
 import {
   buildOnce,
   invitationLink,
+  pipelineEnv,
   runCli,
   startServer,
   tempDir,
@@ -208,6 +210,72 @@ describe('coffer key trust (SQLite)', () => {
       ok(await as(bob, ['run', '--', 'printenv', 'DATABASE_URL']), 'bob run again').stdout,
       'postgres://real\n',
     );
+  });
+
+  test('COFFER_TOKEN: a grant re-signed by a substituted creator key is refused; an old-format credential still runs', async () => {
+    const credential = ok(
+      await as(alice, [
+        'api-keys',
+        'create',
+        '--name',
+        'bound',
+        '--role',
+        'developer',
+        '--scope',
+        'development:read',
+      ]),
+      'api-keys create',
+    ).stdout.trim();
+    const [bearer, keyPart] = credential.split('.') as [string, string];
+    const { seed } = decodeKeyPart(keyPart);
+    const oldFormat = `${bearer}.${toBase64url(seed)}`;
+    const pipelineDir = tempDir('bound-pipeline');
+    const inPipeline = (token: string) =>
+      runCli(['run', '--', 'printenv', 'DATABASE_URL'], {
+        env: pipelineEnv(server, token),
+        cwd: pipelineDir,
+      });
+    assert.equal(ok(await inPipeline(credential), 'run').stdout, 'postgres://real\n');
+    assert.equal(ok(await inPipeline(oldFormat), 'run, old format').stdout, 'postgres://real\n');
+
+    // The server shows an attacker's key as alice's and re-signs the key's grant.
+    const aliceId = userId('alice@example.test');
+    const realAlice = keysOf(aliceId);
+    const attacker = attackerKeys();
+    const token = sql
+      .prepare("select id, public_key, project_id from api_keys where name = 'bound'")
+      .get() as { id: string; public_key: string; project_id: string };
+    const grant = sql
+      .prepare(
+        'select environment_id, epoch, sealed_key, signature from vault_grants where recipient_id = ?',
+      )
+      .get(token.id) as {
+      environment_id: string;
+      epoch: number;
+      sealed_key: string;
+      signature: string;
+    };
+    const planted = createGrant({
+      key: generateProjectKey(),
+      kind: 'environment_key',
+      projectId: token.project_id,
+      epoch: grant.epoch,
+      environmentId: grant.environment_id,
+      recipientId: token.id,
+      recipientPublicKey: token.public_key,
+      granterId: aliceId,
+      granterSigningSecretKey: attacker.keys.signing.secretKey,
+    });
+    const plant = (g: { sealed_key: string; signature: string }) =>
+      sql
+        .prepare('update vault_grants set sealed_key = ?, signature = ? where recipient_id = ?')
+        .run(g.sealed_key, g.signature, token.id);
+    setKeys(aliceId, attacker.row);
+    plant(planted);
+    failsWith(await inPipeline(credential), 'untrusted_granter', 'alice@example.test');
+    setKeys(aliceId, realAlice);
+    plant(grant);
+    assert.equal(ok(await inPipeline(credential), 'run again').stdout, 'postgres://real\n');
   });
 
   test('a pinned key changed on the server is refused naming the member until `coffer keys verify` after a real comparison', async () => {
