@@ -32,7 +32,7 @@ export function RekeyDialog({
   const queryClient = useQueryClient();
   const [progress, setProgress] = useState<RekeyProgress | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [result, setResult] = useState<{ epoch: number } | null>(null);
+  const [result, setResult] = useState<{ epoch: number; others: string[] } | null>(null);
   const running = progress !== null && result === null && error === null;
 
   async function run() {
@@ -43,7 +43,7 @@ export function RekeyDialog({
         onProgress: setProgress,
         pins: await keyring.pins(),
       });
-      setResult({ epoch: done.epoch });
+      setResult({ epoch: done.epoch, others: done.tokensCreatedByOthers ?? [] });
       await (await keyring.vault(projectId)).refresh();
       await queryClient.invalidateQueries({ queryKey: ['vault', projectId] });
       await queryClient.invalidateQueries({ queryKey: ['secrets', projectId] });
@@ -78,6 +78,18 @@ export function RekeyDialog({
           </div>
         ) : null}
         {result ? <p role="status">The vault is re-keyed: epoch {result.epoch}.</p> : null}
+        {result && result.others.length > 0 ? (
+          <div className="notice">
+            <p>
+              {result.others.length} API{' '}
+              {result.others.length === 1 ? 'key or CI token was' : 'keys or CI tokens were'}{' '}
+              created by someone else. Their credentials trust only their creator's signature, so
+              they refuse the key you just granted them: re-create them under Tokens (credentials
+              made before key binding keep working).
+            </p>
+            <p className="mono small">{result.others.join(', ')}</p>
+          </div>
+        ) : null}
         <ErrorNote error={error} />
         <div className="actions">
           {result ? (
