@@ -26,8 +26,8 @@ declare
   v_seq integer;
   v_hash text;
   v_new text;
-  v_count integer := 0;
-  e record;
+  v_id text;
+  e audit_events%rowtype;
 begin
   select seq, hash into v_seq, v_hash from audit_chain_heads where chain = p_chain for update;
   if not found then
@@ -35,12 +35,12 @@ begin
       on conflict (chain) do nothing;
     select seq, hash into v_seq, v_hash from audit_chain_heads where chain = p_chain for update;
   end if;
-  for e in
-    select a.* from unnest(p_ids) with ordinality as i(id, n)
-      join audit_events a on a.id = i.id
-      where coalesce(a.project_id, '') = p_chain and a.chain_seq is null
-      order by i.n
-  loop
+  -- One primary-key lookup per event (never a plan that scans the log).
+  foreach v_id in array p_ids loop
+    select * into e from audit_events where id = v_id;
+    if not found or coalesce(e.project_id, '') <> p_chain or e.chain_seq is not null then
+      raise exception 'coffer_audit_chain: event % is not an unchained event of chain %', v_id, p_chain;
+    end if;
     v_seq := v_seq + 1;
     v_new := encode(sha256(convert_to(
       '["coffer.audit.v1",' || v_seq::text
@@ -59,12 +59,7 @@ begin
       || ',' || to_json(v_hash)::text || ']', 'UTF8')), 'hex');
     update audit_events set chain_seq = v_seq, prev_hash = v_hash, hash = v_new where id = e.id;
     v_hash := v_new;
-    v_count := v_count + 1;
   end loop;
-  if v_count <> coalesce(array_length(p_ids, 1), 0) then
-    raise exception 'coffer_audit_chain: % of % events found unchained in chain %',
-      v_count, coalesce(array_length(p_ids, 1), 0), p_chain;
-  end if;
   update audit_chain_heads set seq = v_seq, hash = v_hash where chain = p_chain;
 end
 $fn$`,
