@@ -6,6 +6,7 @@ import { auth } from './lib/auth';
 import { startAutolock } from './lib/autolock';
 import { toProblem } from './lib/errors';
 import { captureIntroduction } from './lib/introduction';
+import { keyring } from './lib/keyring';
 import { router } from './router';
 import './styles.css';
 
@@ -30,6 +31,12 @@ const queryClient = new QueryClient({
 });
 
 captureIntroduction();
+// Locking forgets every decrypted value: the secret listings (metadata that says
+// a value is readable) go with them, so the grid loads and decrypts again on unlock.
+keyring.onLock(() => {
+  queryClient.removeQueries({ queryKey: ['secrets'] });
+  queryClient.removeQueries({ queryKey: ['versions'] });
+});
 startAutolock();
 void auth.load();
 
