@@ -31,7 +31,13 @@ export function guardConnections(
   server.maxConnections = options.maxConnections;
 
   server.on(options.tls ? 'secureConnection' : 'connection', (socket: Tracked) => {
-    const timer = setTimeout(() => socket.destroy(), options.idleTimeoutMs);
+    // A graceful close (TLS close_notify, then FIN) lets a browser that opened the
+    // connection ahead of need see it is gone before reusing it; destroyed outright,
+    // Chromium tried such pooled sockets one after another (ERR_TOO_MANY_RETRIES).
+    const timer = setTimeout(() => {
+      socket.end();
+      setTimeout(() => socket.destroy(), 1000).unref();
+    }, options.idleTimeoutMs);
     timer.unref();
     socket[idleTimer] = timer;
     socket.once('close', () => clearTimeout(timer));
