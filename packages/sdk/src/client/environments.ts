@@ -1,4 +1,4 @@
-import { apiPath, type CofferClient, type Page } from './http.js';
+import { allPages, apiPath, type CofferClient, type Page } from './http.js';
 
 /** An environment of a project (development, staging, …). */
 export interface Environment {
@@ -35,17 +35,9 @@ export async function allEnvironments(
   client: CofferClient,
   projectId: string,
 ): Promise<Environment[]> {
-  const out: Environment[] = [];
-  for (let page = 1; ; page++) {
-    const res = await listEnvironments(client, projectId, {
-      page,
-      per_page: 100,
-      sort: 'name',
-      order: 'asc',
-    });
-    out.push(...res.data);
-    if (page >= res.pagination.total_pages) return out;
-  }
+  return allPages((page) =>
+    listEnvironments(client, projectId, { page, per_page: 100, sort: 'name', order: 'asc' }),
+  );
 }
 
 /** `env` is an environment id (`env_…`) or its slug. */

@@ -42,6 +42,16 @@ export interface Page<T> {
   pagination: Pagination;
 }
 
+/** Every item of a list endpoint: asks for page 1, 2, … until the last page. */
+export async function allPages<T>(fetchPage: (page: number) => Promise<Page<T>>): Promise<T[]> {
+  const out: T[] = [];
+  for (let page = 1; ; page++) {
+    const res = await fetchPage(page);
+    out.push(...res.data);
+    if (page >= res.pagination.total_pages) return out;
+  }
+}
+
 export type QueryValue = string | number | boolean | undefined | null;
 
 export interface RequestOptions {

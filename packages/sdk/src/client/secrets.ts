@@ -13,7 +13,7 @@ import {
 } from '../dotenv.js';
 import { environmentIdOf } from './environments.js';
 import { CofferApiError } from './errors.js';
-import { apiPath, type CofferClient, type Page } from './http.js';
+import { allPages, apiPath, type CofferClient, type Page } from './http.js';
 
 // ---- The API's shapes and one typed call per endpoint --------------------------
 
@@ -276,18 +276,15 @@ async function decryptSecret(scope: SecretScope, secret: Secret): Promise<Decryp
 }
 
 /** Every secret of an environment with its envelope, across pages (sorted by name). */
-async function allSecrets(scope: SecretScope, env: string): Promise<Secret[]> {
-  const out: Secret[] = [];
-  for (let page = 1; ; page++) {
-    const res = await listSecretEnvelopes(scope.client, scope.projectId, env, {
+function allSecrets(scope: SecretScope, env: string): Promise<Secret[]> {
+  return allPages((page) =>
+    listSecretEnvelopes(scope.client, scope.projectId, env, {
       page,
       per_page: 100,
       sort: 'name',
       order: 'asc',
-    });
-    out.push(...res.data);
-    if (page >= res.pagination.total_pages) return out;
-  }
+    }),
+  );
 }
 
 /** Reads and decrypts one secret. `env` is an environment id or slug. */

@@ -1,4 +1,4 @@
-import { listMembers, type MemberListItem } from '@coffer/sdk';
+import { allPages, listMembers, type MemberListItem } from '@coffer/sdk';
 import { useQuery } from '@tanstack/react-query';
 import { client } from './client';
 
@@ -9,12 +9,10 @@ export function useMemberDirectory(projectId: string) {
   return useQuery({
     queryKey: [...membersKey(projectId), 'directory'],
     queryFn: async () => {
-      const byUser = new Map<string, MemberListItem>();
-      for (let page = 1; ; page++) {
-        const res = await listMembers(client, projectId, { page, per_page: 100 });
-        for (const member of res.data) byUser.set(member.user.id, member);
-        if (page >= res.pagination.total_pages) return byUser;
-      }
+      const members = await allPages((page) =>
+        listMembers(client, projectId, { page, per_page: 100 }),
+      );
+      return new Map<string, MemberListItem>(members.map((m) => [m.user.id, m]));
     },
   });
 }

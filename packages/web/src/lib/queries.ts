@@ -1,10 +1,4 @@
-import {
-  getProject,
-  getVault,
-  listEnvironments,
-  type Environment,
-  type Project,
-} from '@coffer/sdk';
+import { getProject, getVault, allEnvironments, type Environment, type Project } from '@coffer/sdk';
 import { useQuery } from '@tanstack/react-query';
 import { client } from './client';
 
@@ -36,19 +30,7 @@ export const sortEnvironments = (list: Environment[]) =>
 export const useEnvironments = (projectId: string) =>
   useQuery<Environment[]>({
     queryKey: environmentsKey(projectId),
-    queryFn: async () => {
-      const out: Environment[] = [];
-      for (let page = 1; ; page++) {
-        const res = await listEnvironments(client, projectId, {
-          page,
-          per_page: 100,
-          sort: 'created_at',
-          order: 'asc',
-        });
-        out.push(...res.data);
-        if (page >= res.pagination.total_pages) return sortEnvironments(out);
-      }
-    },
+    queryFn: async () => sortEnvironments(await allEnvironments(client, projectId)),
   });
 
 /** Fetched again whenever a page needs it: grants and pending members change by others' hands. */

@@ -1,4 +1,11 @@
-import { changePassword, fingerprint, revokeSession, sessions, type Session } from '@coffer/sdk';
+import {
+  allPages,
+  changePassword,
+  fingerprint,
+  revokeSession,
+  sessions,
+  type Session,
+} from '@coffer/sdk';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { auth, useAuth } from '../lib/auth';
@@ -11,19 +18,10 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
 
-async function allSessions(): Promise<Session[]> {
-  const out: Session[] = [];
-  for (let page = 1; ; page++) {
-    const res = await sessions(client, {
-      page,
-      per_page: 100,
-      sort: 'last_used_at',
-      order: 'desc',
-    });
-    out.push(...res.data);
-    if (page >= res.pagination.total_pages) return out;
-  }
-}
+const allSessions = (): Promise<Session[]> =>
+  allPages((page) =>
+    sessions(client, { page, per_page: 100, sort: 'last_used_at', order: 'desc' }),
+  );
 
 /** My account: who I am, my key fingerprint, sessions, password, auto-lock. */
 export function AccountPage() {

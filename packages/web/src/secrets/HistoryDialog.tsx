@@ -1,4 +1,5 @@
 import {
+  allPages,
   isStaleEpoch,
   listSecretVersions,
   putSecretEnvelope,
@@ -18,19 +19,15 @@ import { RevealButton } from '../ui/RevealButton';
 import { decryptEnvelope, encryptFor, withCurrentEpoch } from './crypto';
 import { secretsKey } from './data';
 
-async function allVersions(projectId: string, environmentId: string, name: string) {
-  const out: SecretVersion[] = [];
-  for (let page = 1; ; page++) {
-    const res = await listSecretVersions(client, projectId, environmentId, name, {
+const allVersions = (projectId: string, environmentId: string, name: string) =>
+  allPages((page) =>
+    listSecretVersions(client, projectId, environmentId, name, {
       page,
       per_page: 100,
       sort: 'version',
       order: 'desc',
-    });
-    out.push(...res.data);
-    if (page >= res.pagination.total_pages) return out;
-  }
-}
+    }),
+  );
 
 /** Line-level differences of two values, for the diff view (values are short; quadratic is fine). */
 export function lineDiff(

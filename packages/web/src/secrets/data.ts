@@ -1,4 +1,4 @@
-import { listSecretEnvelopes, type Environment, type Secret } from '@coffer/sdk';
+import { allPages, listSecretEnvelopes, type Environment, type Secret } from '@coffer/sdk';
 import { useQueries, type QueryClient } from '@tanstack/react-query';
 import { client } from '../lib/client';
 import { decryptEnvelope } from './crypto';
@@ -20,27 +20,27 @@ export async function loadSecrets(
   decrypt: boolean,
 ): Promise<Map<string, SecretMeta>> {
   const out = new Map<string, SecretMeta>();
-  for (let page = 1; ; page++) {
-    const res = await listSecretEnvelopes(client, projectId, environmentId, {
+  const secrets = await allPages((page) =>
+    listSecretEnvelopes(client, projectId, environmentId, {
       page,
       per_page: 100,
       sort: 'name',
       order: 'asc',
-    });
-    for (const { value, ...meta } of res.data) {
-      const readable = decrypt && value !== undefined;
-      if (readable && plaintext.get(environmentId, meta.name, meta.version) === undefined) {
-        plaintext.set(
-          environmentId,
-          meta.name,
-          meta.version,
-          await decryptEnvelope(projectId, environmentId, meta.name, value),
-        );
-      }
-      out.set(meta.name, { ...meta, readable });
+    }),
+  );
+  for (const { value, ...meta } of secrets) {
+    const readable = decrypt && value !== undefined;
+    if (readable && plaintext.get(environmentId, meta.name, meta.version) === undefined) {
+      plaintext.set(
+        environmentId,
+        meta.name,
+        meta.version,
+        await decryptEnvelope(projectId, environmentId, meta.name, value),
+      );
     }
-    if (page >= res.pagination.total_pages) return out;
+    out.set(meta.name, { ...meta, readable });
   }
+  return out;
 }
 
 export function useSecretsOf(
