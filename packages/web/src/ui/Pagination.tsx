@@ -10,12 +10,10 @@ export function Pagination({
   onPage: (page: number) => void;
   label: string;
 }) {
+  // "1 member", "2 members": the label is the plural.
+  const counted = (n: number) => `${n} ${n === 1 ? label.replace(/s$/, '') : label}`;
   if (!info || info.total_pages <= 1) {
-    return info ? (
-      <p className="muted small">
-        {info.total} {label}
-      </p>
-    ) : null;
+    return info ? <p className="muted small">{counted(info.total)}</p> : null;
   }
   return (
     <nav className="pagination" aria-label={`Pages of ${label}`}>
@@ -23,7 +21,7 @@ export function Pagination({
         Previous
       </button>
       <span className="muted small">
-        Page {info.page} of {info.total_pages} · {info.total} {label}
+        Page {info.page} of {info.total_pages} · {counted(info.total)}
       </span>
       <button
         type="button"
