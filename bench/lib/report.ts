@@ -1,9 +1,6 @@
 import type { CpuUse } from './cpu.js';
 import type { LoadResult } from './load.js';
 
-/** DESIGN.md section 7, as the benchmark checks it. */
-export const REFERENCE_CEILING_RPS = 50_000;
-
 export interface Target {
   /** Shown in the table, e.g. "≥ 10,000 req/s, p99 ≤ 15 ms". */
   text: string;
