@@ -1,6 +1,6 @@
 import type { AppContext } from '../../app.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
-import { projectAccess, requireRole } from '../projects/access.js';
+import { projectAccess, requireRole } from '../../access/project-access.js';
 import type { Actor } from './audit.js';
 import { listAuditEvents, type AuditEventRow, type AuditFilter } from './audit.repo.js';
 

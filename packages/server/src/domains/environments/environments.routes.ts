@@ -4,14 +4,13 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
+import { EnvironmentParams, ProjectRefParams } from '../../http/params.js';
 import { actorOf } from '../audit/audit.js';
 import { environmentsService } from './environments.service.js';
 import {
   CreateEnvironmentBody,
   Environment,
   EnvironmentListQuery,
-  EnvironmentParams,
-  ProjectParams,
   UpdateEnvironmentBody,
 } from './environments.schemas.js';
 
@@ -32,7 +31,7 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
         security: SESSION_OR_BEARER,
         description:
           'Every member and every token of the project sees every environment (names are metadata). Sort by `created_at` (default), `updated_at`, `name` or `slug`.',
-        params: ProjectParams,
+        params: ProjectRefParams,
         querystring: EnvironmentListQuery,
         response: { 200: ListEnvelope(Environment) },
       },
@@ -50,7 +49,7 @@ export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext):
         security: SESSION_OR_BEARER,
         description:
           'Admins and developers (and API keys of those roles; CI tokens cannot). `slug` defaults to the name in lower case with hyphens; it must be unique in the project (`409 already_exists`).',
-        params: ProjectParams,
+        params: ProjectRefParams,
         body: CreateEnvironmentBody,
         response: { 201: DataEnvelope(Environment) },
       },

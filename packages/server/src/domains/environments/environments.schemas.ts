@@ -5,19 +5,6 @@ import { Timestamp } from '../../http/schemas.js';
 /** Lower-case letters, digits and inner hyphens, 1–64 characters; unique per project. */
 export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$';
 
-export const ProjectParams = Type.Object({
-  project_id: Type.String({ minLength: 1, maxLength: 64, description: 'Project id (`proj_…`)' }),
-});
-
-export const EnvironmentParams = Type.Object({
-  project_id: Type.String({ minLength: 1, maxLength: 64, description: 'Project id (`proj_…`)' }),
-  env: Type.String({
-    minLength: 1,
-    maxLength: 64,
-    description: 'Environment id (`env_…`) or slug (e.g. `production`)',
-  }),
-});
-
 export const Environment = Type.Object(
   {
     id: Type.String({ description: '`env_…`' }),

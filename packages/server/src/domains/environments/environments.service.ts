@@ -9,9 +9,10 @@ import {
   projectAccess,
   requireRole,
   type ProjectAccess,
-} from '../projects/access.js';
+} from '../../access/project-access.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { newId } from '../../ids.js';
+import type { EnvironmentRow } from '../../access/access.repo.js';
 import * as repo from './environments.repo.js';
 import type {
   CreateEnvironmentInput,
@@ -101,7 +102,7 @@ export function environmentsService(ctx: Pick<AppContext, 'db' | 'clock' | 'list
         throw validation('slug', 'required', 'The name has no letters or digits; give a slug');
       }
       const now = ctx.clock.now().toISOString();
-      const row: repo.EnvironmentRow = {
+      const row: EnvironmentRow = {
         id: newId('environment'),
         project_id: projectId,
         name,

@@ -5,8 +5,8 @@ import type { AppContext } from '../../app.js';
 import { SESSION_ONLY } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { refuseBodyFields } from '../projects/no-body.js';
-import { expireLapsedInvitations } from './expiry.js';
+import { refuseBodyFields } from '../../http/no-body.js';
+import { expireLapsedInvitations } from '../members/invitation-expiry.js';
 import {
   AcceptInvitationBody,
   AcceptedMemberResponse,

@@ -9,8 +9,8 @@ import { recordAudit, type Actor } from '../audit/audit.js';
 import { matchesHash } from '../identity/credentials.js';
 import { findMemberOfUser, updateMember, type MemberWithUser } from '../members/members.repo.js';
 import { userRef } from '../members/members.service.js';
-import { requireSession } from '../projects/access.js';
-import { expireLapsedInvitations, hasLapsed } from './expiry.js';
+import { requireSession } from '../../access/project-access.js';
+import { expireLapsedInvitations, hasLapsed } from '../members/invitation-expiry.js';
 import {
   countOpenInvitations,
   listOpenInvitations,

@@ -6,7 +6,7 @@ import type { AppContext } from '../../app.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { membersService } from '../members/members.service.js';
-import { ProjectParams } from '../vault/vault.schemas.js';
+import { ProjectIdParams } from '../../http/params.js';
 import {
   IntroductionBody,
   IntroductionParams,
@@ -101,7 +101,7 @@ export async function keyTrustRoutes(app: FastifyInstance, ctx: AppContext): Pro
         security: SESSION_OR_TOKEN,
         description:
           'Any member or token of the project. The active admins and developers (those who hold or await the project key) with their X25519 and Ed25519 public keys and fingerprints, so a client can compare them with the keys it pinned. These are the server’s claims: compare fingerprints out of band before trusting a new one.',
-        params: ProjectParams,
+        params: ProjectIdParams,
         response: { 200: MemberKeysResponse },
       },
     },

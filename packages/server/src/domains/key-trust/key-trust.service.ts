@@ -2,7 +2,7 @@ import { fingerprint, verifyKeyPins, type KeyPinsDocument } from '@coffer/sdk';
 import type { AppContext } from '../../app.js';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
-import { projectAccess, requireSession } from '../projects/access.js';
+import { projectAccess, requireSession } from '../../access/project-access.js';
 import { userKeys, vaultMembers } from '../vault/vault.repo.js';
 
 type Deps = Pick<AppContext, 'db' | 'clock'>;

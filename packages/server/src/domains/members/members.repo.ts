@@ -3,7 +3,7 @@ import type { DialectName } from '../../db/database.js';
 import type { Database, MemberTable, UserTable } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
-import { pageOf, type SortColumn } from '../projects/list-order.js';
+import { pageOf, type SortColumn } from '../../db/list-order.js';
 import { selectRows } from '../../db/prepared-query.js';
 
 export type MemberRow = Selectable<MemberTable>;
@@ -233,4 +233,51 @@ export function findUserById(db: Kysely<Database>, userId: string): Promise<User
     .select(['id', 'email', 'name', 'status'])
     .where('id', '=', userId)
     .executeTakeFirst();
+}
+
+/** Where to look for lapsed invitations: one project, one user, one member, or everywhere. */
+export interface LapseScope {
+  projectId?: string;
+  userId?: string;
+  memberId?: string;
+}
+
+export interface LapsedInvitation {
+  id: string;
+  project_id: string;
+  user_id: string;
+  role: Role;
+}
+
+export function findLapsedInvitations(
+  db: Kysely<Database>,
+  scope: LapseScope,
+  at: string,
+  limit: number,
+): Promise<LapsedInvitation[]> {
+  let query = db
+    .selectFrom('members')
+    .select(['id', 'project_id', 'user_id', 'role'])
+    .where('status', '=', 'pending')
+    .where('invitation_expires_at', '<=', at);
+  if (scope.projectId) query = query.where('project_id', '=', scope.projectId);
+  if (scope.userId) query = query.where('user_id', '=', scope.userId);
+  if (scope.memberId) query = query.where('id', '=', scope.memberId);
+  return query.orderBy('id').limit(limit).execute();
+}
+
+/** `pending` → `revoked` if still pending and lapsed; false when another request got there first. */
+export async function revokeLapsedInvitation(
+  db: Kysely<Database>,
+  memberId: string,
+  at: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('members')
+    .set({ status: 'revoked', invitation_token_hash: null, updated_at: at })
+    .where('id', '=', memberId)
+    .where('status', '=', 'pending')
+    .where('invitation_expires_at', '<=', at)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }

@@ -5,9 +5,9 @@ import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { refuseBodyFields } from '../projects/no-body.js';
+import { refuseBodyFields } from '../../http/no-body.js';
 import { outboxWorker } from '../mail/outbox-worker.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
+import { ProjectParams } from '../../http/params.js';
 import {
   InviteBody,
   InvitedMemberResponse,

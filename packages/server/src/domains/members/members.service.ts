@@ -8,15 +8,15 @@ import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { forgetCredential, hashToken } from '../identity/credentials.js';
-import { hasLapsed, expireLapsedInvitations, revokeLapsed } from '../invitations/expiry.js';
-import { invitationMail } from '../invitations/invitation-mail.js';
+import { hasLapsed, expireLapsedInvitations, revokeLapsed } from './invitation-expiry.js';
+import { invitationMail } from './invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
 import {
   lockedProjectAccess,
   projectAccess,
   requireRole,
   requireSession,
-} from '../projects/access.js';
+} from '../../access/project-access.js';
 import { findProject, markRekeyRecommended } from '../projects/projects.repo.js';
 import { staleEpoch } from '../vault/grants.js';
 import { vaultState } from '../vault/vault.repo.js';

@@ -1,9 +1,9 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
-import type { Database, EnvironmentTable, ProjectTable } from '../../db/schema.js';
+import type { Database, EnvironmentTable, MemberTable, ProjectTable } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
-import { pageOf, type SortColumn } from './list-order.js';
+import { pageOf, type SortColumn } from '../../db/list-order.js';
 import type { PROJECT_SORTS } from './projects.schemas.js';
 
 export type ProjectRow = Pick<
@@ -80,6 +80,14 @@ export async function insertProject(
   row: Insertable<ProjectTable>,
 ): Promise<void> {
   await db.insertInto('projects').values(row).execute();
+}
+
+/** The creator's membership of a new project: its first (active) admin. */
+export async function insertFirstAdmin(
+  db: Kysely<Database>,
+  row: Insertable<MemberTable>,
+): Promise<void> {
+  await db.insertInto('members').values(row).execute();
 }
 
 export async function insertEnvironments(

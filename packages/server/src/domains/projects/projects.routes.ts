@@ -5,12 +5,12 @@ import type { AppContext } from '../../app.js';
 import { SESSION_ONLY, SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { refuseBodyFields } from './no-body.js';
+import { refuseBodyFields } from '../../http/no-body.js';
+import { ProjectParams } from '../../http/params.js';
 import {
   CreateProjectBody,
   ListProjectsQuery,
   ProjectListResponse,
-  ProjectParams,
   ProjectResponse,
   UpdateProjectBody,
 } from './projects.schemas.js';

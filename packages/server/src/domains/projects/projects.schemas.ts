@@ -43,11 +43,6 @@ export const UpdateProjectBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-export const ProjectParams = Type.Object(
-  { project_id: Type.String({ description: 'Project id, `proj_…`' }) },
-  { additionalProperties: false },
-);
-
 export const PROJECT_SORTS = ['created_at', 'name', 'updated_at'] as const;
 export const ListProjectsQuery = listQuerySchema(PROJECT_SORTS, {});
 

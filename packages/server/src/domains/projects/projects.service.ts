@@ -4,19 +4,19 @@ import { newId } from '../../ids.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { insertMember } from '../members/members.repo.js';
 import {
   effectiveRole,
   lockedProjectAccess,
   projectAccess,
   requireRole,
   requireSession,
-} from './access.js';
+} from '../../access/project-access.js';
 import {
   countVisibleProjects,
   deleteProject,
   findProject,
   insertEnvironments,
+  insertFirstAdmin,
   insertProject,
   listVisibleProjects,
   updateProject,
@@ -84,7 +84,7 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
           vault_epoch: 0,
           rekey_recommended: 0,
         });
-        await insertMember(trx, {
+        await insertFirstAdmin(trx, {
           id: newId('member'),
           project_id: project.id,
           user_id: principal.userId,

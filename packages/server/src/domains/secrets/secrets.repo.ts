@@ -17,7 +17,7 @@ import {
   type environmentsWithMembership,
   type EnvironmentForWrite,
   type EnvironmentWithMembership,
-} from '../environments/environments.repo.js';
+} from '../../access/access.repo.js';
 
 export type SecretRow = Selectable<SecretTable>;
 export type SecretVersionRow = Selectable<SecretVersionTable>;

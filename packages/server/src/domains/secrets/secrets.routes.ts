@@ -5,7 +5,7 @@ import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { actorOf, AuditBuffer } from '../audit/audit.js';
-import { EnvironmentParams } from '../environments/environments.schemas.js';
+import { EnvironmentParams } from '../../http/params.js';
 import { secretsService } from './secrets.service.js';
 import {
   BatchBody,

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { MAX_SECRET_ENVELOPE_LENGTH, SECRET_ENVELOPE_PATTERN } from '@coffer/sdk';
 import { listQuerySchema } from '../../http/pagination.js';
 import { Timestamp } from '../../http/schemas.js';
-import { EnvironmentParams } from '../environments/environments.schemas.js';
+import { EnvironmentParams } from '../../http/params.js';
 
 /** Environment-variable names: what `coffer run` can export to a process. */
 export const SECRET_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';

@@ -13,7 +13,7 @@ import {
   resolveEnvironment,
   resolveEnvironmentWith,
   type EnvironmentContext,
-} from '../environments/environment-access.js';
+} from '../../access/environment-access.js';
 import { GroupCommit } from './group-commit.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';

@@ -2,7 +2,7 @@ import type { Insertable, Kysely, SelectQueryBuilder } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
-import { orderBySort, type SortColumn } from '../projects/list-order.js';
+import { orderBySort, type SortColumn } from '../../db/list-order.js';
 
 // SQL of API keys and CI tokens. Their grants live in `vault_grants` (vault repo).
 

@@ -6,7 +6,7 @@ import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { ProjectParams } from '../vault/vault.schemas.js';
+import { ProjectIdParams } from '../../http/params.js';
 import {
   ApiKeyList,
   ApiKeyListQuery,
@@ -39,7 +39,7 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
         security: SESSION_OR_BEARER,
         description:
           'Admins. Revoked and expired keys are listed too (see `revoked_at`, `expires_at`). The bearer and its hash are never returned.',
-        params: ProjectParams,
+        params: ProjectIdParams,
         querystring: ApiKeyListQuery,
         response: { 200: ApiKeyList },
       },
@@ -57,7 +57,7 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
         operationId: 'postApiKey',
         security: SESSION_OR_BEARER,
         description: `Admins (a signed-in admin, or an admin API key within its own scopes). The key's role is at most the creator's; a viewer key has no scopes. Scopes map environment ids or slugs to \`read\` or \`read_write\`; \`grants\` must hold exactly one environment-key grant per scoped environment at the current epoch, signed by the creator (422 otherwise, 409 \`stale_epoch\` after a re-key). ${KEY_PART_NOTE}`,
-        params: ProjectParams,
+        params: ProjectIdParams,
         body: CreateApiKeyBody,
         response: { 201: CreatedApiKey },
       },
@@ -102,7 +102,7 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
         security: SESSION_OR_BEARER,
         description:
           'Admins see every CI token of the project; developers and API keys see the tokens they minted.',
-        params: ProjectParams,
+        params: ProjectIdParams,
         querystring: CiTokenListQuery,
         response: { 200: CiTokenList },
       },
@@ -120,7 +120,7 @@ export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promi
         operationId: 'postCiToken',
         security: SESSION_OR_BEARER,
         description: `Admins, developers and API keys with role developer or above. A CI token lives 1 hour, or \`ttl_seconds\` (60–3600), never longer, and never beyond its minting API key's expiry; it acts as a developer within its scopes. An API key can only mint within its own scopes, \`read_write\` only where it has \`read_write\`, and signs the grants with its own signing key. ${KEY_PART_NOTE}`,
-        params: ProjectParams,
+        params: ProjectIdParams,
         body: CreateCiTokenBody,
         response: { 201: CreatedCiToken },
       },

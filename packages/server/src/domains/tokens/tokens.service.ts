@@ -13,7 +13,7 @@ import {
   requireRole,
   roleAtLeast,
   type ProjectAccess,
-} from '../projects/access.js';
+} from '../../access/project-access.js';
 import { tokenGrantRows, type EnvironmentGrantInput } from '../vault/grants.js';
 import * as vaultRepo from '../vault/vault.repo.js';
 import * as repo from './tokens.repo.js';

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { Database, VaultGrantTable } from '../../db/schema.js';
 import type { Role, Scopes } from '../../http/principal.js';
-import { minRole } from '../projects/access.js';
+import { minRole } from '../../access/project-access.js';
 
 // All SQL of the vault: grants, the re-key snapshot and the re-key writes.
 // Every function takes the database handle first so it runs inside the caller's

@@ -33,10 +33,6 @@ export const Envelope = Type.String({
   maxLength: MAX_SECRET_ENVELOPE_LENGTH,
   description: 'Encrypted secret value `v1.xc20p.<epoch>.<nonce>.<ciphertext>`',
 });
-export const ProjectParams = Type.Object(
-  { project_id: Type.String({ pattern: idPattern('project') }) },
-  { additionalProperties: false },
-);
 export const EnvironmentId = Type.String({ pattern: idPattern('environment') });
 export const UserId = Type.String({ pattern: idPattern('user') });
 /** An API key (`key_`) or CI token (`cit_`) id. */

@@ -8,7 +8,7 @@ import {
   projectAccess,
   requireRole,
   type ProjectAccess,
-} from '../projects/access.js';
+} from '../../access/project-access.js';
 import { grantRow, grantView, invalidSignatures, signatureFailures, staleEpoch } from './grants.js';
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';

@@ -1,18 +1,18 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
-import { AppError, notFound } from '../../errors.js';
-import type { Principal, Role, Scope } from '../../http/principal.js';
+import type { Database } from '../db/schema.js';
+import { AppError, notFound } from '../errors.js';
+import type { Principal, Role, Scope } from '../http/principal.js';
 import {
   environmentAccess,
   effectiveRole,
   projectAccess,
   type ProjectAccess,
-} from '../projects/access.js';
+} from './project-access.js';
 import {
   findEnvironmentWithMembership,
   type EnvironmentRow,
   type EnvironmentWithMembership,
-} from './environments.repo.js';
+} from './access.repo.js';
 
 /** An environment together with what the caller may do in it. */
 export interface EnvironmentContext {

@@ -1,6 +1,6 @@
 import { sql, type Expression, type SelectQueryBuilder } from 'kysely';
-import type { DialectName } from '../../db/database.js';
-import { offsetOf, type ListParams } from '../../http/pagination.js';
+import type { DialectName } from './database.js';
+import { offsetOf, type ListParams } from '../http/pagination.js';
 
 /** How one allowed `sort` value orders rows. */
 export interface SortColumn {

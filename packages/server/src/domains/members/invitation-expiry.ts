@@ -6,7 +6,7 @@ import {
   revokeLapsedInvitation,
   type LapseScope,
   type LapsedInvitation,
-} from './invitations.repo.js';
+} from './members.repo.js';
 
 /** Expiry is the server's doing, not a user's: audit events carry no actor. */
 const SYSTEM: Actor = { principal: null, ip: null, requestId: null };

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../../errors.js';
+import { AppError } from '../errors.js';
 
 /**
  * `preValidation` for routes that take no body (accept, decline, DELETE):

@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
-import { lockProject, type DialectName } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
-import { AppError } from '../../errors.js';
-import type { Principal, Role, Scope, Scopes } from '../../http/principal.js';
+import { lockProject, type DialectName } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import type { Principal, Role, Scope, Scopes } from '../http/principal.js';
+import { findActiveMembership } from './access.repo.js';
 
 /** What a principal may do in one project, resolved once per request. */
 export interface ProjectAccess {
@@ -35,13 +36,7 @@ export async function projectAccess(
   const notFound = () => new AppError('not_found', 'Project not found');
   if (principal.kind !== 'session' && principal.projectId !== projectId) throw notFound();
 
-  const member = await db
-    .selectFrom('members')
-    .select(['role'])
-    .where('project_id', '=', projectId)
-    .where('user_id', '=', principal.userId)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
+  const member = await findActiveMembership(db, projectId, principal.userId);
   if (!member) throw notFound();
 
   return {
