@@ -178,6 +178,10 @@ export const me = (client: CofferClient) => client.request<User>('GET', '/v1/me'
 interface MyKeys {
   kdf_params: KdfParams;
   wrapped_private_keys: string;
+  /** X25519, base64url: the public halves of the wrapped keys. */
+  public_key: string;
+  /** Ed25519, base64url */
+  signing_public_key: string;
 }
 
 /**

@@ -24,6 +24,9 @@
  *   are encoded as one segment. Declare the API's response types in the
  *   domain file; do crypto with `../crypto/index.js` before sending, so only
  *   ciphertext and public material reach the server.
+ * - The response types are held to the server's OpenAPI document, field by
+ *   field, by packages/server/test/foundation/sdk-contract.test.ts: a type
+ *   that differs from the operation its call reaches fails there.
  * - Add one `export * from './<domain>.js'` line below.
  */
 export * from './errors.js';

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import ts from 'typescript';
-import { startTestApp, type TestApp } from '../support/app.js';
+import {
+  servedDocument,
+  STRICT_OPTIONS,
+  writeGeneratedTypes,
+  type GeneratedTypes,
+} from '../support/openapi.js';
 
 /**
  * The served document is what other languages' and tools' clients are generated
@@ -75,17 +78,7 @@ const WRONG = [
 ];
 
 function typeCheck(dir: string, file: string): ts.Diagnostic[] {
-  const program = ts.createProgram([join(dir, file)], {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'],
-    types: [],
-    skipLibCheck: true,
-    noUncheckedIndexedAccess: true,
-  });
+  const program = ts.createProgram([join(dir, file)], STRICT_OPTIONS);
   return [...ts.getPreEmitDiagnostics(program)];
 }
 
@@ -96,20 +89,13 @@ const show = (d: ts.Diagnostic) => {
 };
 
 describe('types generated from the OpenAPI document', () => {
-  let t: TestApp;
+  let generated: GeneratedTypes;
   let dir: string;
   before(async () => {
-    t = await startTestApp('sqlite');
-    const doc = (await t.request({ method: 'GET', url: '/v1/openapi.json' })).data as OpenAPI3;
-    dir = mkdtempSync(join(tmpdir(), 'coffer-openapi-types-'));
-    // A module of its own: `.ts` files under a package.json without "type" are CommonJS.
-    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
-    writeFileSync(join(dir, 'api.ts'), astToString(await openapiTS(doc)));
+    generated = await writeGeneratedTypes(await servedDocument());
+    dir = generated.dir;
   });
-  after(async () => {
-    await t.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => generated?.remove());
 
   it('a client written against them compiles under strict', () => {
     writeFileSync(join(dir, 'client.ts'), CLIENT.replace("'./api'", "'./api.js'"));
