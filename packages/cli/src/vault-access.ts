@@ -12,9 +12,12 @@ import { CliError } from './cli/errors.js';
 import type { Context } from './context.js';
 
 /** Checks COFFER_TOKEN's shape and splits it; a clear error instead of a 401 later. */
-export async function tokenParts(
-  ctx: Context,
-): Promise<{ bearer: string; keyPart: string; creatorSigningPublicKey: string | null }> {
+export async function tokenParts(ctx: Context): Promise<{
+  bearer: string;
+  keyPart: string;
+  creatorSigningPublicKey: string | null;
+  chainRoot: string | null;
+}> {
   await ready();
   try {
     return parseCredential(ctx.token!);
@@ -40,7 +43,7 @@ export async function vaultKeys(ctx: Context): Promise<VaultKeys> {
 export async function privateKeyMaterial(ctx: Context): Promise<Uint8Array> {
   if (!ctx.token) return ctx.userKeys().encryption.secretKey;
   const { keyPart, creatorSigningPublicKey } = await tokenParts(ctx);
-  // Version 1: the key part is the seed itself; version 2: just its seed.
+  // Version 1: the key part is the seed itself; versions 2 and 3: just its seed.
   if (creatorSigningPublicKey === null) return new Uint8Array(Buffer.from(keyPart, 'base64url'));
   return decodeKeyPart(keyPart).seed;
 }
@@ -49,7 +52,8 @@ export async function privateKeyMaterial(ctx: Context): Promise<Uint8Array> {
  * Opens the vault. A user's grants are checked against their key pins (loaded
  * alongside): a granter whose keys differ from the pinned ones is refused
  * (`key_changed`), a new one pinned on first use. Tokens have no pins; a
- * version 2 token credential accepts only grants signed by its creator's key.
+ * version 2 token credential accepts only grants signed by its creator's key,
+ * a version 3 one also those of admins of the membership chain it names.
  */
 export async function openProjectVault(
   ctx: Context,
@@ -59,9 +63,13 @@ export async function openProjectVault(
   const keys = await vaultKeys(ctx);
   if (ctx.token) {
     // A version 2 credential names its creator's signing key: grants signed by
-    // another key are refused (untrusted_granter).
-    const { creatorSigningPublicKey } = await tokenParts(ctx);
-    return openVault(client, projectId, keys, { granterSigningPublicKey: creatorSigningPublicKey });
+    // another key are refused (untrusted_granter). Version 3 names the chain's
+    // root too: the chain must start there, and its admins' grants are accepted.
+    const { creatorSigningPublicKey, chainRoot } = await tokenParts(ctx);
+    return openVault(client, projectId, keys, {
+      granterSigningPublicKey: creatorSigningPublicKey,
+      chainRoot,
+    });
   }
   const pins = ctx.keyPins(client);
   pins.catch(() => undefined); // awaited by openVault; never an unhandled rejection

@@ -563,7 +563,7 @@ describe('coffer end to end (SQLite)', () => {
       ]),
       'api-keys create',
     ).stdout.trim();
-    assert.match(apiKey, /^cek_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{87}$/);
+    assert.match(apiKey, /^cek_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{130}$/);
 
     // A pipeline: no HOME, no session, no .coffer.json; only the credential, the server and its CA.
     const pipelineDir = tempDir('pipeline');
@@ -589,7 +589,7 @@ describe('coffer end to end (SQLite)', () => {
       await inPipeline(apiKey, ['ci-tokens', 'create', '--env', 'development', '--ttl', '30m']),
       'ci-tokens create',
     ).stdout.trim();
-    assert.match(ciToken, /^ci_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{87}$/);
+    assert.match(ciToken, /^ci_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{130}$/);
     // A token that can read exactly one environment needs no --env.
     const withCi = ok(
       await inPipeline(ciToken, ['run', ...printEnv('STRIPE_KEY')]),

@@ -388,6 +388,7 @@ test('token vectors', () => {
     bearer: file.bearers[0]!.bearer,
     keyPart: file.key_part.key_part,
     creatorSigningPublicKey: null,
+    chainRoot: null,
   });
   // Version 2: 0x02 ‖ seed ‖ creator key, recomputed by hand; the same key pairs as the bare seed.
   const v2 = file.key_part_v2;
@@ -418,6 +419,7 @@ test('token vectors', () => {
     bearer: file.bearers[0]!.bearer,
     keyPart: v2.key_part,
     creatorSigningPublicKey: v2.creator_signing_public_key,
+    chainRoot: null,
   });
   for (const vector of v2.invalid) {
     assert.throws(

@@ -739,11 +739,13 @@ describe('tokens', () => {
       bearer: token.bearer,
       keyPart: token.keyPart,
       creatorSigningPublicKey: null,
+      chainRoot: null,
     });
     assert.deepEqual(parseCredential(` ${token.credential}\n`), {
       bearer: token.bearer,
       keyPart: token.keyPart,
       creatorSigningPublicKey: null,
+      chainRoot: null,
     });
     assert.equal(toBase64url(tokenKeyPairFromKeyPart(token.keyPart).publicKey), token.publicKey);
     assert.equal(fromBase64url(token.keyPart).length, 32);

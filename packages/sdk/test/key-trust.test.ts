@@ -13,6 +13,7 @@ import {
   createGrant,
   createProjectWithVault,
   decodeKeyPart,
+  encodeKeyPart,
   fingerprint,
   fromCredential,
   generateProjectKey,
@@ -255,11 +256,10 @@ for (const dialect of DIALECTS) {
         .where('recipient_id', '=', dev.id)
         .execute();
 
-      // Without pins (as before this change) the planted key is accepted...
-      const naive = await openVault(dev.client, projectId, dev.keys);
-      assert.deepEqual(naive.projectKey().key, planted);
-      naive.forget();
-      // ...with them, the developer's client refuses, naming the admin.
+      // Even without pins the signed membership chain refuses it: the chain holds
+      // the admin's real signing key, not the one the server now shows...
+      await refuses(openVault(dev.client, projectId, dev.keys), 'untrusted_granter', admin.email);
+      // ...and with pins, the developer's client refuses, naming the admin.
       await refuses(
         openVault(dev.client, projectId, dev.keys, { pins: await pinsOf(dev, devPins.version) }),
         'key_changed',
@@ -586,7 +586,7 @@ for (const dialect of DIALECTS) {
       fooled.vault.forget();
     });
 
-    it('a re-key by another admin than a token’s creator says so: the token’s credential refuses the new grants, its old form still opens', async () => {
+    it('a re-key by another admin than a token’s creator: the credential names the chain, so the new grants open; a creator-only credential refuses them', async () => {
       const admin = await newUser(server);
       const second = await newUser(server);
       const projectId = (
@@ -602,9 +602,14 @@ for (const dialect of DIALECTS) {
         role: 'developer',
         scopes: { staging: 'read' },
       });
+      const root = adminVault.chain!.root;
       adminVault.forget();
-      const { bearer, keyPart } = parseCredential(credential);
-      const oldFormat = `${bearer}.${toBase64url(decodeKeyPart(keyPart).seed)}`;
+      const { bearer, keyPart, creatorSigningPublicKey, chainRoot } = parseCredential(credential);
+      assert.equal(decodeKeyPart(keyPart).version, 3);
+      assert.equal(chainRoot, root);
+      const seed = decodeKeyPart(keyPart).seed;
+      const creatorOnly = `${bearer}.${encodeKeyPart(seed, creatorSigningPublicKey!)}`;
+      const oldFormat = `${bearer}.${toBase64url(seed)}`;
 
       const byCreator = await rekey(admin.client, projectId, admin.keys);
       assert.equal(byCreator.tokensCreatedByOthers, undefined);
@@ -613,7 +618,9 @@ for (const dialect of DIALECTS) {
 
       const byOther = await rekey(second.client, projectId, second.keys);
       assert.deepEqual(byOther.tokensCreatedByOthers, [apiKey.id]);
-      await refuses(fromCredential(server.baseUrl, credential), 'untrusted_granter', second.email);
+      const opens = await fromCredential(server.baseUrl, credential);
+      assert.equal(await readSecret(opens.vault, env.staging!, 'TOKEN'), 'real');
+      await refuses(fromCredential(server.baseUrl, creatorOnly), 'untrusted_granter', second.email);
       const old = await fromCredential(server.baseUrl, oldFormat);
       assert.equal(await readSecret(old.vault, env.staging!, 'TOKEN'), 'real');
     });

@@ -129,7 +129,8 @@ for (const dialect of DIALECTS) {
         scopes: { staging: 'read' },
       });
       assert.deepEqual(apiKey.scopes, { [env.staging!]: 'read' });
-      assert.match(credential, /^cek_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{87}$/);
+      // Key part version 3: the seed, the creator's key and the chain's root.
+      assert.match(credential, /^cek_[0-9A-Za-z]{36}\.[A-Za-z0-9_-]{130}$/);
 
       const pipeline = await fromCredential(server.baseUrl, credential);
       assert.equal(pipeline.projectId, projectId);

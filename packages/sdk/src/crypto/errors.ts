@@ -14,7 +14,8 @@ export type CryptoErrorCode =
   | 'invalid_grant'
   | 'invalid_signature'
   | 'grant_mismatch'
-  | 'invalid_credential';
+  | 'invalid_credential'
+  | 'invalid_chain';
 
 const DEFAULT_MESSAGES: Record<CryptoErrorCode, string> = {
   not_ready: 'crypto is not initialised: await ready() first',
@@ -29,6 +30,7 @@ const DEFAULT_MESSAGES: Record<CryptoErrorCode, string> = {
   invalid_signature: 'signature verification failed',
   grant_mismatch: 'grant is bound to another project, epoch, environment, kind or recipient',
   invalid_credential: 'malformed token credential',
+  invalid_chain: 'the membership chain is malformed or fails a signature or rule',
 };
 
 export class CryptoError extends Error {

@@ -100,5 +100,22 @@ export {
   type KeyPin,
   type KeyPinStatus,
   type KeyPinsDocument,
+  type ProjectPin,
   type SignedKeyPins,
 } from './key-pins.js';
+export {
+  MAX_CHAIN_LENGTH,
+  membershipLinkHash,
+  membershipMessage,
+  nextMembershipStatement,
+  projectFingerprint,
+  signMembershipStatement,
+  verifyMembershipChain,
+  wasChainAdmin,
+  type ChainMember,
+  type MembershipKind,
+  type MembershipRole,
+  type MembershipState,
+  type MembershipStatement,
+  type UnsignedStatement,
+} from './membership.js';

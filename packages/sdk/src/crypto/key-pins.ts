@@ -24,6 +24,23 @@ export interface KeyPin {
   at: string;
 }
 
+/**
+ * A project's membership chain as the owner last saw it: its root (the
+ * project's identity, pinned at first sight) and the link hash at `seq`, which
+ * every later view of the chain must still hold (no rollback, no fork).
+ */
+export interface ProjectPin {
+  project_id: string;
+  /** Link hash of the chain's root, base64url. */
+  root: string;
+  /** Position of the last statement seen. */
+  seq: number;
+  /** Link hash of that statement, base64url. */
+  head: string;
+  /** ISO timestamp of when the root was pinned. */
+  at: string;
+}
+
 export interface KeyPinsDocument {
   /** The owner: whose key signs the document. */
   user_id: string;
@@ -31,6 +48,8 @@ export interface KeyPinsDocument {
   version: number;
   /** Sorted by user_id, one per user. */
   pins: KeyPin[];
+  /** Sorted by project_id, one per project. Absent (or empty) in documents without any. */
+  projects?: ProjectPin[];
 }
 
 export interface SignedKeyPins {
@@ -59,11 +78,29 @@ function checkDocument(document: KeyPinsDocument, code: 'invalid_input' | 'inval
     publicKeyBytes(pin.public_key, code);
     publicKeyBytes(pin.signing_public_key, code);
   }
+  if (document.projects === undefined) return;
+  if (!Array.isArray(document.projects) || document.projects.length > MAX_PINS) {
+    throw bad('projects');
+  }
+  previous = '';
+  for (const project of document.projects) {
+    if (typeof project !== 'object' || project === null) throw bad('project pin');
+    if (typeof project.project_id !== 'string' || project.project_id <= previous) {
+      throw bad('project pins must be sorted by project_id, one per project');
+    }
+    previous = project.project_id;
+    if (!Number.isSafeInteger(project.seq) || project.seq < 0) throw bad('project seq');
+    if (typeof project.at !== 'string') throw bad('project at');
+    fromBase64url(project.root, { code, length: 32 });
+    fromBase64url(project.head, { code, length: 32 });
+  }
 }
 
 /**
  * What is signed: encodeParts(['coffer/v1/key-pins', user_id, version, count,
- * then per pin: user_id, email, x25519 (32 raw bytes), ed25519 (32 raw bytes), status, at]).
+ * then per pin: user_id, email, x25519 (32 raw bytes), ed25519 (32 raw bytes), status, at,
+ * and, only when there are project pins: 'projects', count, then per project:
+ * project_id, root (32 raw bytes), seq, head (32 raw bytes), at]).
  */
 export function keyPinsMessage(document: KeyPinsDocument): Uint8Array {
   checkDocument(document, 'invalid_input');
@@ -80,6 +117,19 @@ export function keyPinsMessage(document: KeyPinsDocument): Uint8Array {
       pin.status,
       pin.at,
     ]),
+    ...(document.projects?.length
+      ? [
+          'projects',
+          String(document.projects.length),
+          ...document.projects.flatMap((p) => [
+            p.project_id,
+            fromBase64url(p.root, { length: 32 }),
+            String(p.seq),
+            fromBase64url(p.head, { length: 32 }),
+            p.at,
+          ]),
+        ]
+      : []),
   ]);
 }
 
@@ -104,6 +154,21 @@ export function signKeyPins(
         status: p.status,
         at: p.at,
       })),
+    ...(document.projects?.length
+      ? {
+          projects: [...document.projects]
+            .sort((a, b) =>
+              a.project_id < b.project_id ? -1 : a.project_id > b.project_id ? 1 : 0,
+            )
+            .map((p) => ({
+              project_id: p.project_id,
+              root: p.root,
+              seq: p.seq,
+              head: p.head,
+              at: p.at,
+            })),
+        }
+      : {}),
   };
   const signature = sodium().crypto_sign_detached(keyPinsMessage(sorted), signingSecretKey);
   return { document: sorted, signature: toBase64url(signature) };

@@ -73,11 +73,16 @@ export function isWellFormedBearer(token: string): boolean {
 /** The version byte of a key part that names its creator's signing key. */
 const KEY_PART_V2 = 2;
 const KEY_PART_V2_BYTES = 1 + KEY_PART_BYTES + 32;
+const KEY_PART_V3 = 0x03;
+const KEY_PART_V3_BYTES = KEY_PART_V2_BYTES + 32;
 
 /** What a token's key part holds. */
 export interface KeyPartContents {
-  /** 1: the bare 32-byte seed (older credentials); 2: the seed and the creator's signing key. */
-  version: 1 | 2;
+  /**
+   * 1: the bare 32-byte seed (older credentials); 2: the seed and the creator's
+   * signing key; 3: those and the root of the project's membership chain.
+   */
+  version: 1 | 2 | 3;
   /** The 32-byte seed of the token's key pairs (a copy: erase it after use). */
   seed: Uint8Array;
   /**
@@ -85,6 +90,12 @@ export interface KeyPartContents {
    * the only key whose grants the token's client accepts. Null for version 1.
    */
   creatorSigningPublicKey: string | null;
+  /**
+   * Version 3: the link hash (base64url) of the root of the project's
+   * membership chain as the creator verified it. The token then accepts grants
+   * signed by any admin of that chain. Null for versions 1 and 2.
+   */
+  chainRoot: string | null;
 }
 
 /**
@@ -95,33 +106,47 @@ export interface KeyPartContents {
 export function decodeKeyPart(keyPart: string): KeyPartContents {
   const bytes = fromBase64url(keyPart, { code: 'invalid_credential' });
   if (bytes.length === KEY_PART_BYTES) {
-    return { version: 1, seed: bytes, creatorSigningPublicKey: null };
+    return { version: 1, seed: bytes, creatorSigningPublicKey: null, chainRoot: null };
   }
-  if (bytes.length === KEY_PART_V2_BYTES && bytes[0] === KEY_PART_V2) {
+  const v2 = bytes.length === KEY_PART_V2_BYTES && bytes[0] === KEY_PART_V2;
+  const v3 = bytes.length === KEY_PART_V3_BYTES && bytes[0] === KEY_PART_V3;
+  if (v2 || v3) {
     const seed = bytes.slice(1, 1 + KEY_PART_BYTES);
-    const creatorSigningPublicKey = toBase64url(bytes.slice(1 + KEY_PART_BYTES));
+    const creatorSigningPublicKey = toBase64url(bytes.slice(1 + KEY_PART_BYTES, KEY_PART_V2_BYTES));
+    const chainRoot = v3 ? toBase64url(bytes.slice(KEY_PART_V2_BYTES)) : null;
     sodium().memzero(bytes);
-    return { version: 2, seed, creatorSigningPublicKey };
+    return { version: v3 ? 3 : 2, seed, creatorSigningPublicKey, chainRoot };
   }
   throw new CryptoError('invalid_credential', 'unknown key part format');
 }
 
-/** A version 2 key part: the token's seed bound to its creator's Ed25519 public key. */
+/**
+ * A version 2 key part (the token's seed bound to its creator's Ed25519 public
+ * key), or with `chainRoot` version 3 (bound to the project's membership chain
+ * too): base64url of `0x03 ‖ seed (32) ‖ creator key (32) ‖ root (32)`, 130 characters.
+ */
 export function encodeKeyPart(
   seed: Uint8Array,
   creatorSigningPublicKey: string | Uint8Array,
+  chainRoot?: string | Uint8Array | null,
 ): string {
-  const creator =
-    typeof creatorSigningPublicKey === 'string'
-      ? fromBase64url(creatorSigningPublicKey, { length: 32 })
-      : creatorSigningPublicKey;
-  if (!(seed instanceof Uint8Array) || seed.length !== KEY_PART_BYTES || creator.length !== 32) {
-    throw new CryptoError('invalid_input', 'a key part takes a 32-byte seed and a 32-byte key');
+  const bytes32 = (v: string | Uint8Array) =>
+    typeof v === 'string' ? fromBase64url(v, { length: 32 }) : v;
+  const creator = bytes32(creatorSigningPublicKey);
+  const root = chainRoot ? bytes32(chainRoot) : null;
+  if (
+    !(seed instanceof Uint8Array) ||
+    seed.length !== KEY_PART_BYTES ||
+    creator.length !== 32 ||
+    (root !== null && root.length !== 32)
+  ) {
+    throw new CryptoError('invalid_input', 'a key part takes a 32-byte seed and 32-byte keys');
   }
-  const bytes = new Uint8Array(KEY_PART_V2_BYTES);
-  bytes[0] = KEY_PART_V2;
+  const bytes = new Uint8Array(root ? KEY_PART_V3_BYTES : KEY_PART_V2_BYTES);
+  bytes[0] = root ? KEY_PART_V3 : KEY_PART_V2;
   bytes.set(seed, 1);
   bytes.set(creator, 1 + KEY_PART_BYTES);
+  if (root) bytes.set(root, KEY_PART_V2_BYTES);
   const encoded = toBase64url(bytes);
   sodium().memzero(bytes);
   return encoded;
@@ -163,15 +188,16 @@ export function parseCredential(credential: string): {
   bearer: string;
   keyPart: string;
   creatorSigningPublicKey: string | null;
+  chainRoot: string | null;
 } {
   if (typeof credential !== 'string') throw new CryptoError('invalid_credential');
   const parts = credential.trim().split('.');
   if (parts.length !== 2) throw new CryptoError('invalid_credential');
   const [bearer, keyPart] = parts as [string, string];
   if (!isWellFormedBearer(bearer)) throw new CryptoError('invalid_credential');
-  const { seed, creatorSigningPublicKey } = decodeKeyPart(keyPart);
+  const { seed, creatorSigningPublicKey, chainRoot } = decodeKeyPart(keyPart);
   sodium().memzero(seed);
-  return { bearer, keyPart, creatorSigningPublicKey };
+  return { bearer, keyPart, creatorSigningPublicKey, chainRoot };
 }
 
 /** Lowercase hex SHA-256 of the bearer (UTF-8): what the server stores and looks up. */

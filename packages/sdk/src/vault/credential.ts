@@ -23,8 +23,8 @@ export async function fromCredential(
   options: Omit<CofferClientOptions, 'baseUrl' | 'credential'> & OpenVaultOptions = {},
 ): Promise<FromCredentialResult> {
   await ready();
-  const { bearer, keyPart, creatorSigningPublicKey } = parseCredential(credential);
-  const { trustGranter, granterSigningPublicKey, ...clientOptions } = options;
+  const { bearer, keyPart, creatorSigningPublicKey, chainRoot } = parseCredential(credential);
+  const { trustGranter, granterSigningPublicKey, chainRoot: givenRoot, ...clientOptions } = options;
   const client = new CofferClient({ ...clientOptions, baseUrl, credential: { bearer } });
   const projects = await client.requestPage<{ id: string }>('GET', '/v1/projects', {
     query: { per_page: 1 },
@@ -37,6 +37,8 @@ export async function fromCredential(
     // A version 2 credential names its creator's signing key: only grants signed
     // with it are opened (version 1: the granter's key as the server shows it).
     granterSigningPublicKey: creatorSigningPublicKey ?? granterSigningPublicKey ?? null,
+    // Version 3 also names the project's chain root: grants of its admins are accepted too.
+    chainRoot: chainRoot ?? givenRoot ?? null,
   });
   return { client, projectId, vault };
 }

@@ -27,6 +27,16 @@ export type VaultErrorCode =
   | 'key_changed'
   /** The server returned key pins older than the highest version this client has seen. */
   | 'pins_rollback'
+  /** The project's membership chain does not verify (a forged or altered statement). */
+  | 'chain_invalid'
+  /** The server shows a project with a membership chain whose root differs from the pinned one. */
+  | 'chain_changed'
+  /** The server shows a chain that lacks a statement this client has seen, or none where one was pinned. */
+  | 'chain_rollback'
+  /** The caller must sign membership statements but is not an admin in the project's chain. */
+  | 'not_chain_admin'
+  /** The project has a membership chain already (signMembershipChain). */
+  | 'already_chained'
   | 'unknown_environment';
 
 export class VaultError extends Error {

@@ -9,3 +9,4 @@ export * from './tokens.js';
 export * from './credential.js';
 export * from './key-pins.js';
 export * from './introduction.js';
+export * from './membership.js';

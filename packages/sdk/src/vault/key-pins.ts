@@ -7,6 +7,8 @@ import {
   type KeyPin,
   type KeyPinStatus,
   type KeyPinsDocument,
+  type MembershipState,
+  type ProjectPin,
 } from '../crypto/index.js';
 import { CofferApiError } from '../client/errors.js';
 import type { CofferClient } from '../client/http.js';
@@ -51,6 +53,8 @@ const normalizeFingerprint = (f: string) => f.replace(/\s+/g, '').toUpperCase();
 export class KeyPins {
   private pins = new Map<string, KeyPin>();
   private changes = new Map<string, KeyPin>();
+  private projects = new Map<string, ProjectPin>();
+  private projectChanges = new Map<string, ProjectPin>();
   private currentVersion = 0;
 
   private constructor(
@@ -88,7 +92,53 @@ export class KeyPins {
 
   /** Whether there are changes `save()` would store. */
   get dirty(): boolean {
-    return this.changes.size > 0;
+    return this.changes.size > 0 || this.projectChanges.size > 0;
+  }
+
+  /** The pinned membership chain of a project: its root and the last head seen. */
+  project(projectId: string): ProjectPin | undefined {
+    return this.projects.get(projectId);
+  }
+
+  /** Every project pin, sorted by project id. */
+  listProjects(): ProjectPin[] {
+    return [...this.projects.values()].sort((a, b) => (a.project_id < b.project_id ? -1 : 1));
+  }
+
+  /**
+   * Checks a verified chain against the project's pin: the same root
+   * (`chain_changed` otherwise: another project identity), and still holding
+   * the statement last seen (`chain_rollback`: the server serves an older or
+   * forked chain). Then pins the root on first sight and moves the pinned
+   * head forward. Call `save()` after.
+   */
+  acceptChain(state: MembershipState): 'new' | 'same' | 'grown' {
+    const pin = this.projects.get(state.project_id);
+    if (pin) {
+      if (pin.root !== state.root) {
+        throw new VaultError(
+          'chain_changed',
+          `The server shows project ${state.project_id} with another membership chain (fingerprint ${state.fingerprint}) than the one you accepted: refusing (someone may be substituting the project's members)`,
+        );
+      }
+      if (pin.seq >= state.length || state.hashes[pin.seq] !== pin.head) {
+        throw new VaultError(
+          'chain_rollback',
+          `The server shows the membership chain of project ${state.project_id} without statement ${pin.seq}, which you have seen: refusing (it may be rolling back or forking the chain)`,
+        );
+      }
+      if (pin.seq === state.length - 1) return 'same';
+    }
+    const next: ProjectPin = {
+      project_id: state.project_id,
+      root: state.root,
+      seq: state.length - 1,
+      head: state.head,
+      at: pin?.at ?? (this.options.now?.() ?? new Date()).toISOString(),
+    };
+    this.projects.set(next.project_id, next);
+    this.projectChanges.set(next.project_id, next);
+    return pin ? 'grown' : 'new';
   }
 
   /**
@@ -157,26 +207,37 @@ export class KeyPins {
    * tries again.
    */
   async save(): Promise<void> {
-    for (let attempt = 1; this.changes.size > 0; attempt++) {
+    for (let attempt = 1; this.dirty; attempt++) {
+      const projects = this.listProjects();
       const document: KeyPinsDocument = {
         user_id: this.ownerId,
         version: this.currentVersion + 1,
         pins: this.list(),
+        ...(projects.length > 0 ? { projects } : {}),
       };
       const signed = signKeyPins(document, this.keys.signing.secretKey);
       try {
         await putKeyPins(this.client, signed);
         this.changes.clear();
+        this.projectChanges.clear();
         this.currentVersion = document.version;
         this.options.onVersion?.(this.currentVersion);
         return;
       } catch (error) {
         if (attempt < 3 && error instanceof CofferApiError && error.code === 'version_conflict') {
           const mine = [...this.changes.values()];
+          const mineProjects = [...this.projectChanges.values()];
           await this.reload();
           for (const pin of mine) {
             this.pins.set(pin.user_id, pin);
             this.changes.set(pin.user_id, pin);
+          }
+          for (const pin of mineProjects) {
+            const theirs = this.projects.get(pin.project_id);
+            // Another device saw the same chain further along: keep the longer view.
+            if (theirs && theirs.root === pin.root && theirs.seq >= pin.seq) continue;
+            this.projects.set(pin.project_id, pin);
+            this.projectChanges.set(pin.project_id, pin);
           }
           continue;
         }
@@ -208,6 +269,7 @@ export class KeyPins {
       );
     }
     const pins = new Map<string, KeyPin>();
+    const projects = new Map<string, ProjectPin>();
     if (stored.version > 0) {
       let document: KeyPinsDocument;
       try {
@@ -225,8 +287,10 @@ export class KeyPins {
         throw new VaultError('pins_rollback', 'The key pins the server returned are not yours');
       }
       for (const pin of document.pins) pins.set(pin.user_id, pin);
+      for (const pin of document.projects ?? []) projects.set(pin.project_id, pin);
     }
     this.pins = pins;
+    this.projects = projects;
     this.currentVersion = stored.version;
     this.options.onVersion?.(this.currentVersion);
   }

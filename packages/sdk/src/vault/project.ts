@@ -4,6 +4,7 @@ import type { CofferClient } from '../client/http.js';
 import { getVault, postVaultGrants, type PendingGrant } from '../client/vault.js';
 import { VaultError } from './errors.js';
 import { checkIntroduction } from './introduction.js';
+import { signChainRoot, signStatements, statementsForGrant } from './membership.js';
 import type { KeyPins } from './key-pins.js';
 import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
 
@@ -46,7 +47,10 @@ export async function initializeVault(
     granterSigningSecretKey: keys.signing.secretKey,
   });
   await postVaultGrants(client, projectId, [grantUpload(grant)]);
-  return openVault(client, projectId, keys, options);
+  const session = await openVault(client, projectId, keys, options);
+  // The project's membership chain starts with its creator.
+  await signChainRoot(session);
+  return session;
 }
 
 /** `POST /v1/projects`, then the vault: the project is usable for secrets when this returns. */
@@ -139,6 +143,11 @@ export async function grantMember(
       );
     }
     vouchFor(session, member, options);
+    // Vouched for: the admin's client signs the member into the chain (or their
+    // new role) before the key goes to them; other keys in the chain refuse.
+    await signStatements(session, (state) => statementsForGrant(state, member, options.pins), {
+      pins: options.pins,
+    });
     const { key, epoch } = session.projectKey();
     const grant = createGrant({
       key,

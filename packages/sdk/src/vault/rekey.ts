@@ -21,6 +21,7 @@ import {
 import { VaultError } from './errors.js';
 import type { KeyPins } from './key-pins.js';
 import { resealIntroductions } from './introduction.js';
+import { signStatements, statementsForGrant } from './membership.js';
 import { grantUpload } from './project.js';
 import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
 
@@ -86,6 +87,14 @@ export async function rekey(
       // grant was sealed to, or from their pin.
       for (const member of snapshot.members) checkRecipient(session, snapshot, member, pins);
       if (pins?.dirty) await pins.save();
+      // Every recipient must be in the signed membership chain with these keys
+      // (key_changed otherwise); one who holds the key but is missing, or whose
+      // role moved, is signed in by this admin first.
+      await signStatements(
+        session,
+        (state) => snapshot.members.flatMap((member) => statementsForGrant(state, member, pins)),
+        { pins },
+      );
       const upload = buildRekey(session, snapshot, (phase, done, total) =>
         report({ phase, done, total, attempt }),
       );

@@ -3,7 +3,9 @@ import {
   openGrant,
   ready,
   toBase64url,
+  wasChainAdmin,
   type KeyPair,
+  type MembershipState,
 } from '../crypto/index.js';
 import { sodium } from '../crypto/sodium.js';
 import type { CofferClient } from '../client/http.js';
@@ -11,6 +13,8 @@ import type { EnvironmentKeyProvider, SecretScope } from '../client/secrets.js';
 import { getVault, type StoredGrant, type VaultStatus } from '../client/vault.js';
 import { VaultError } from './errors.js';
 import type { KeyPins } from './key-pins.js';
+import { getMembershipChain } from '../client/membership-chain.js';
+import { checkMembershipChain } from './membership.js';
 
 /** A member's key pairs (from `logIn`) or a token's (from `tokenKeysFromKeyPart`). */
 export interface VaultKeys {
@@ -42,6 +46,14 @@ export interface OpenVaultOptions {
    * granter. Absent: granters' keys are taken as the server shows them.
    */
   granterSigningPublicKey?: string | null;
+  /**
+   * The root (link hash, base64url) of the project's membership chain, as a
+   * token's version 3 key part binds it (`parseCredential(…).chainRoot`). The
+   * chain the server serves must start there (`chain_changed`), and then a
+   * grant signed by any admin of that chain is accepted besides the creator's:
+   * tokens keep working after another admin re-keys.
+   */
+  chainRoot?: string | null;
 }
 
 /** An environment key and the epoch it belongs to: what encrypts and decrypts that environment's values. */
@@ -65,6 +77,7 @@ export interface Signer {
  */
 export class VaultSession implements EnvironmentKeyProvider {
   private current: VaultStatus | null = null;
+  private chainState: MembershipState | null = null;
   private projectKeyBytes: Uint8Array | null = null;
   private readonly environmentKeys = new Map<string, Uint8Array>();
 
@@ -107,6 +120,42 @@ export class VaultSession implements EnvironmentKeyProvider {
     };
   }
 
+  /**
+   * The project's signed membership chain as last verified (null: the project
+   * has none yet; `unchained` then warns). Grants are accepted only from
+   * users the chain made admin, with the keys it holds for them.
+   */
+  get chain(): MembershipState | null {
+    return this.chainState;
+  }
+
+  /** Whether the project has no membership chain yet: accepted with a warning until an admin signs one. */
+  get unchained(): boolean {
+    return this.current !== null && this.chainState === null;
+  }
+
+  /** The project's fingerprint (its chain's root), or null while unchained. */
+  get projectFingerprint(): string | null {
+    return this.chainState?.fingerprint ?? null;
+  }
+
+  /**
+   * The chain root a token made by this session may bind (key part version 3):
+   * a member's verified chain, or a token's when its own credential bound the root.
+   */
+  get trustedChainRoot(): string | null {
+    if (!this.chainState) return null;
+    if (this.recipient.type === 'user' || this.options.chainRoot) return this.chainState.root;
+    return null;
+  }
+
+  /** Takes a chain this session has just verified or signed (`signStatements`). */
+  adoptChain(state: MembershipState | null): void {
+    if (state && (!this.chainState || state.length >= this.chainState.length)) {
+      this.chainState = state;
+    }
+  }
+
   /** The key pins given in the options (awaited), if any. */
   async pins(): Promise<KeyPins | undefined> {
     return this.options.pins;
@@ -115,10 +164,29 @@ export class VaultSession implements EnvironmentKeyProvider {
   /** Fetches the vault again and opens the caller's grants for the current epoch. */
   async refresh(): Promise<void> {
     await ready();
-    const status = await getVault(this.client, this.projectId);
+    // Both requests leave before either is awaited.
+    const [status, chain, pins] = await Promise.all([
+      getVault(this.client, this.projectId),
+      getMembershipChain(this.client, this.projectId),
+      this.options.pins,
+    ]);
+    const previous = this.chainState;
+    this.chainState = checkMembershipChain(chain.statements, this.projectId, {
+      pins,
+      root: this.options.chainRoot,
+    });
+    if (
+      previous &&
+      (!this.chainState || this.chainState.hashes[previous.length - 1] !== previous.head)
+    ) {
+      this.chainState = previous;
+      throw new VaultError(
+        'chain_rollback',
+        `The server now shows the membership chain of project ${this.projectId} without statements this session has seen: refusing`,
+      );
+    }
     const projectKey: Uint8Array[] = [];
     const environmentKeys = new Map<string, Uint8Array>();
-    const pins = await this.options.pins;
     for (const grant of status.grants) {
       const key = await this.open(grant, status, pins);
       if (grant.kind === 'project_key') projectKey.push(key);
@@ -212,8 +280,12 @@ export class VaultSession implements EnvironmentKeyProvider {
         `The signer of a grant (${grant.granter_id}) has no known key`,
       );
     }
+    const chain = this.chainState;
+    const chainAdmin = chain !== null && wasChainAdmin(chain, grant.granter_id, granterKey);
     const bound = this.options.granterSigningPublicKey;
-    if (!own && bound && granterKey !== bound) {
+    // A token bound to its chain's root accepts grants of any admin of that chain.
+    const rootBound = chain !== null && !!this.options.chainRoot;
+    if (!own && bound && granterKey !== bound && !(rootBound && chainAdmin)) {
       throw new VaultError(
         'untrusted_granter',
         `A grant of this token is signed by ${grant.granter_email ?? grant.granter_id} with a key other than that of the token's creator, which the credential names. Refusing it: the server may be substituting keys. If an admin other than the creator re-keyed the project since, have the token re-created.`,
@@ -233,6 +305,12 @@ export class VaultSession implements EnvironmentKeyProvider {
         public_key: grant.granter_public_key,
         signing_public_key: granterKey,
       });
+    }
+    if (!own && chain && status.recipient.type === 'user' && !chainAdmin) {
+      throw new VaultError(
+        'untrusted_granter',
+        `Your grant is signed by ${grant.granter_email ?? grant.granter_id}, whom the project's signed membership chain does not show as an admin with that key: refusing it (someone may be planting a key)`,
+      );
     }
     if (
       !own &&

@@ -63,10 +63,16 @@ async function prepareToken(
   prefix: 'key' | 'cit',
   scopes: Record<string, Scope>,
 ) {
-  // Version 2: the key part names the signing key of this session, which signs
-  // the token's grants, so the token's client can refuse grants signed by others.
+  // The key part names the signing key of this session, which signs the
+  // token's grants, and (version 3) the root of the project's membership chain
+  // as this session verified it: the token's client accepts grants from the
+  // creator or from an admin of that chain, and refuses any other.
   const seed = randomBytes(KEY_PART_BYTES);
-  const keyPart = encodeKeyPart(seed, session.publicKeys.signingPublicKey);
+  const keyPart = encodeKeyPart(
+    seed,
+    session.publicKeys.signingPublicKey,
+    session.trustedChainRoot,
+  );
   sodium().memzero(seed);
   const keys = tokenKeysFromKeyPart(keyPart);
   const id = newTokenId(prefix);

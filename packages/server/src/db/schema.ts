@@ -20,6 +20,7 @@ export interface Database {
   outbox: OutboxTable;
   server_settings: ServerSettingTable;
   key_pins: KeyPinsTable;
+  membership_statements: MembershipStatementTable;
 }
 
 export interface UserTable {
@@ -229,5 +230,13 @@ export interface OutboxTable {
 export interface ServerSettingTable {
   name: string;
   value: string;
+  created_at: string;
+}
+
+export interface MembershipStatementTable {
+  project_id: string;
+  seq: number;
+  /** JSON of the statement exactly as signed (see the SDK's CRYPTO.md, "Membership chain"). */
+  statement: string;
   created_at: string;
 }

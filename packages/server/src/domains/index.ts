@@ -11,6 +11,7 @@ import { identityRoutes } from './identity/identity.routes.js';
 import { vaultRoutes } from './vault/vault.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { keyTrustRoutes } from './key-trust/key-trust.routes.js';
+import { membershipChainRoutes } from './membership-chain/membership-chain.routes.js';
 
 export type DomainRoutes = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
 
@@ -27,4 +28,5 @@ export const V1_DOMAINS: DomainRoutes[] = [
   vaultRoutes,
   tokensRoutes,
   keyTrustRoutes,
+  membershipChainRoutes,
 ];

@@ -5,6 +5,7 @@ import * as tokenSigningKeys from './2026-11-22-004-token-signing-keys.js';
 import * as auditChain from './2026-12-01-005-audit-chain.js';
 import * as keyTrust from './2026-12-10-010-key-trust.js';
 import * as auditChainFunction from './2026-12-11-011-audit-chain-function.js';
+import * as membershipChain from './2026-12-12-012-membership-chain.js';
 
 /** Every migration, in order. Add new ones at the end; never edit a shipped one. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-12-01-005-audit-chain': auditChain,
   '2026-12-10-010-key-trust': keyTrust,
   '2026-12-11-011-audit-chain-function': auditChainFunction,
+  '2026-12-12-012-membership-chain': membershipChain,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -39,11 +39,27 @@ const KeyPin = Type.Object(
   { additionalProperties: false },
 );
 
+const ProjectPin = Type.Object(
+  {
+    project_id: Type.String({ minLength: 1, maxLength: 64 }),
+    root: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' }),
+    seq: Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }),
+    head: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' }),
+    at: Type.String({ maxLength: 40 }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'A project’s membership chain as the owner last saw it: its root and its head at `seq`',
+  },
+);
+
 export const KeyPinsDocument = Type.Object(
   {
     user_id: Type.String(),
     version: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }),
     pins: Type.Array(KeyPin, { maxItems: 10_000 }),
+    projects: Type.Optional(Type.Array(ProjectPin, { maxItems: 10_000 })),
   },
   { additionalProperties: false },
 );
