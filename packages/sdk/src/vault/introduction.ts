@@ -27,6 +27,7 @@ import type { Role } from '../client/projects.js';
 import type { PendingGrant } from '../client/vault.js';
 import { VaultError } from './errors.js';
 import type { KeyPins } from './key-pins.js';
+import { loadMembershipChain } from './membership.js';
 import type { VaultKeys, VaultSession } from './session.js';
 
 export interface IntroducedInvitation {
@@ -130,6 +131,12 @@ export interface AcceptedWithIntroduction {
   member: AcceptedMember;
   /** Whether the inviter's keys, as the server shows them, matched the link (and were pinned as verified). */
   inviterVerified: boolean;
+  /**
+   * The project's fingerprint (the root of its signed membership chain), to
+   * compare with the inviter if you wish; pinned with `pins`. Null while the
+   * project has no chain.
+   */
+  projectFingerprint: string | null;
 }
 
 /**
@@ -188,8 +195,10 @@ export async function acceptWithIntroduction(
       signingPublicKey: self.keys.signing.publicKey,
     });
     const member = await acceptInvitation(client, memberId, options.token, proof);
+    // A member now: the chain is readable. Its root is pinned at join.
+    const chain = await loadMembershipChain(client, projectId, { pins: options.pins });
     await options.pins?.save();
-    return { member, inviterVerified };
+    return { member, inviterVerified, projectFingerprint: chain?.fingerprint ?? null };
   } finally {
     sodium().memzero(secret);
   }
