@@ -40,3 +40,4 @@ export * from './environments.js';
 export * from './secrets.js';
 export * from './audit.js';
 export * from './key-trust.js';
+export * from './membership-chain.js';
