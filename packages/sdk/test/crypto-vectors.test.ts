@@ -16,6 +16,8 @@ import {
   hashBearer,
   hkdfSha256,
   isWellFormedBearer,
+  membershipLinkHash,
+  membershipMessage,
   openGrant,
   openIntroductionSecret,
   parseCredential,
@@ -27,9 +29,12 @@ import {
   unwrapPrivateKeys,
   verifyInviterProof,
   verifyIntroductionProof,
+  signMembershipStatement,
   verifyKeyPins,
+  verifyMembershipChain,
   wrapPrivateKeys,
   type Grant,
+  type MembershipStatement,
   type SignedKeyPins,
   type KdfParams,
   type TokenPrefix,
@@ -600,5 +605,166 @@ test('key pins vectors: the signature covers every field', () => {
     assert.throws(() => verifyKeyPins(forged, file.owner_signing_public_key), {
       code: 'invalid_signature',
     });
+  }
+});
+
+test('key part version 3 vectors: the seed, the creator key and the chain root', () => {
+  const file = load<{
+    bearers: { bearer: string }[];
+    key_part: { x25519_public_key: string };
+    key_part_v3: {
+      seed: string;
+      creator_signing_public_key: string;
+      chain_root: string;
+      key_part: string;
+      credential: string;
+      invalid: { name: string; key_part: string }[];
+    };
+  }>('token.json');
+  const v3 = file.key_part_v3;
+  const raw = new Uint8Array([
+    3,
+    ...fromBase64url(v3.seed),
+    ...fromBase64url(v3.creator_signing_public_key),
+    ...fromBase64url(v3.chain_root),
+  ]);
+  assert.equal(toBase64url(raw), v3.key_part);
+  assert.equal(v3.key_part.length, 130);
+  assert.equal(
+    encodeKeyPart(fromBase64url(v3.seed), v3.creator_signing_public_key, v3.chain_root),
+    v3.key_part,
+  );
+  const decoded = decodeKeyPart(v3.key_part);
+  assert.equal(decoded.version, 3);
+  assert.equal(decoded.chainRoot, v3.chain_root);
+  assert.equal(
+    toBase64url(tokenKeyPairFromKeyPart(v3.key_part).publicKey),
+    file.key_part.x25519_public_key,
+  );
+  assert.deepEqual(parseCredential(v3.credential), {
+    bearer: file.bearers[0]!.bearer,
+    keyPart: v3.key_part,
+    creatorSigningPublicKey: v3.creator_signing_public_key,
+    chainRoot: v3.chain_root,
+  });
+  for (const vector of v3.invalid) {
+    assert.throws(
+      () => decodeKeyPart(vector.key_part),
+      { code: 'invalid_credential' },
+      vector.name,
+    );
+  }
+});
+
+test('key pins vectors with project pins: the projects are signed too', () => {
+  const file = load<{ owner_signing_public_key: string; signed_with_projects: SignedKeyPins }>(
+    'key-pins.json',
+  );
+  const { document, signature } = file.signed_with_projects;
+  assert.deepEqual(
+    document.projects!.map((p) => p.project_id),
+    ['proj_a', 'proj_b'],
+  );
+  const message = encodeParts([
+    'coffer/v1/key-pins',
+    document.user_id,
+    String(document.version),
+    String(document.pins.length),
+    ...document.pins.flatMap((p) => [
+      p.user_id,
+      p.email,
+      b(p.public_key),
+      b(p.signing_public_key),
+      p.status,
+      p.at,
+    ]),
+    'projects',
+    String(document.projects!.length),
+    ...document.projects!.flatMap((p) => [p.project_id, b(p.root), String(p.seq), b(p.head), p.at]),
+  ]);
+  assert.equal(
+    sodium().crypto_sign_verify_detached(b(signature), message, b(file.owner_signing_public_key)),
+    true,
+  );
+  assert.deepEqual(
+    verifyKeyPins(file.signed_with_projects, file.owner_signing_public_key),
+    document,
+  );
+  const moved = {
+    ...document,
+    projects: document.projects!.map((p) => ({ ...p, seq: p.seq + 1 })),
+  };
+  assert.throws(
+    () => verifyKeyPins({ document: moved, signature }, file.owner_signing_public_key),
+    {
+      code: 'invalid_signature',
+    },
+  );
+  const dropped = { ...document, projects: document.projects!.slice(1) };
+  assert.throws(
+    () => verifyKeyPins({ document: dropped, signature }, file.owner_signing_public_key),
+    {
+      code: 'invalid_signature',
+    },
+  );
+});
+
+test('membership chain vectors: messages, signatures, link hashes, fingerprint, and refusals', () => {
+  const file = load<{
+    project_id: string;
+    signing_secret_keys: Record<string, string>;
+    statements: MembershipStatement[];
+    messages: string[];
+    hashes: string[];
+    root: string;
+    fingerprint: string;
+    members: { user_id: string; role: string }[];
+    invalid: { name: string; statements: MembershipStatement[] }[];
+  }>('membership.json');
+  for (const [i, s] of file.statements.entries()) {
+    const message = encodeParts([
+      'coffer/v1/membership',
+      s.project_id,
+      String(s.seq),
+      s.prev,
+      s.kind,
+      s.user_id,
+      b(s.public_key),
+      b(s.signing_public_key),
+      s.role ?? '',
+      s.signer_id,
+      s.at,
+    ]);
+    assert.equal(toBase64url(message), file.messages[i]);
+    assert.deepEqual(membershipMessage(s), message);
+    // Ed25519 is deterministic: re-signing gives the committed signature.
+    assert.equal(
+      signMembershipStatement(s, b(file.signing_secret_keys[s.signer_id]!)).signature,
+      s.signature,
+    );
+    const hash = sodium().crypto_generichash(
+      32,
+      encodeParts(['coffer/v1/membership-link', message, b(s.signature)]),
+      null,
+    );
+    assert.equal(toBase64url(hash), file.hashes[i]);
+    assert.equal(membershipLinkHash(s), file.hashes[i]);
+    assert.equal(s.prev, i === 0 ? '' : file.hashes[i - 1]);
+  }
+  const state = verifyMembershipChain(file.statements, file.project_id);
+  assert.equal(state.root, file.root);
+  assert.equal(state.fingerprint, file.fingerprint);
+  const hex = sodium().to_hex(b(file.root).subarray(0, 20)).toUpperCase();
+  assert.equal(file.fingerprint, hex.match(/.{8}/g)!.join(' '));
+  assert.deepEqual(
+    [...state.members.values()].map((m) => [m.user_id, m.role]),
+    file.members.map((m) => [m.user_id, m.role]),
+  );
+  for (const vector of file.invalid) {
+    assert.throws(
+      () => verifyMembershipChain(vector.statements, file.project_id),
+      { code: 'invalid_chain' },
+      vector.name,
+    );
   }
 });

@@ -18,13 +18,19 @@ import {
   hkdfSha256,
   introductionProof,
   inviterProof,
+  membershipLinkHash,
+  membershipMessage,
+  nextMembershipStatement,
   ready,
   sealIntroductionSecret,
   signKeyPins,
+  signMembershipStatement,
   toBase64url,
   tokenKeyPairFromKeyPart,
+  verifyMembershipChain,
   wrapPrivateKeys,
   type GrantKind,
+  type MembershipStatement,
   type KdfParams,
   type TokenPrefix,
   type WrapContext,
@@ -464,6 +470,29 @@ function tokenVectors() {
         ],
       };
     })(),
+    key_part_v3: (() => {
+      // Version 3: 0x03 ‖ seed (32) ‖ creator Ed25519 public key (32) ‖ chain root (32).
+      const seed = fixed('token key part', 32);
+      const creator = sodium().crypto_sign_seed_keypair(fixed('token creator signing seed', 32));
+      const root = fixed('token chain root', 32);
+      const encoded = encodeKeyPart(seed, creator.publicKey, root);
+      const raw = fromBase64url(encoded);
+      return {
+        seed: b64(seed),
+        creator_signing_public_key: b64(creator.publicKey),
+        chain_root: b64(root),
+        key_part: encoded,
+        credential: `${bearer}.${encoded}`,
+        invalid: [
+          {
+            name: 'version byte 2 at version 3 length',
+            key_part: b64(new Uint8Array([2, ...raw.slice(1)])),
+          },
+          { name: 'one byte short', key_part: b64(raw.slice(0, -1)) },
+          { name: 'one byte more', key_part: b64(new Uint8Array([...raw, 0])) },
+        ],
+      };
+    })(),
     invalid_bearers: [
       {
         name: 'checksum off by one character',
@@ -565,12 +594,154 @@ function keyPinsVectors() {
     },
     owner.privateKey,
   );
+  const withProjects = signKeyPins(
+    {
+      ...signed.document,
+      version: 3,
+      projects: [
+        {
+          project_id: 'proj_b',
+          root: b64(fixed('key pins root b', 32)),
+          seq: 0,
+          head: b64(fixed('key pins root b', 32)),
+          at: '2026-11-24T11:00:00.000Z',
+        },
+        {
+          project_id: 'proj_a',
+          root: b64(fixed('key pins root a', 32)),
+          seq: 4,
+          head: b64(fixed('key pins head a', 32)),
+          at: '2026-11-24T12:00:00.000Z',
+        },
+      ],
+    },
+    owner.privateKey,
+  );
   return {
     description:
       'Signed key pins: pins sorted by user_id; Ed25519 (owner) over encodeParts(["coffer/v1/key-pins", ' +
-      'user_id, version, count, then per pin user_id, email, x25519 (raw), ed25519 (raw), status, at]).',
+      'user_id, version, count, then per pin user_id, email, x25519 (raw), ed25519 (raw), status, at]). ' +
+      'With project pins (sorted by project_id), the parts go on with "projects", count, then per project ' +
+      'project_id, root (raw), seq, head (raw), at.',
     owner_signing_public_key: b64(owner.publicKey),
     signed,
+    signed_with_projects: withProjects,
+  };
+}
+
+function membershipVectors() {
+  const person = (label: string) => {
+    const encryption = sodium().crypto_box_seed_keypair(fixed(`membership ${label} x25519`, 32));
+    const signing = sodium().crypto_sign_seed_keypair(fixed(`membership ${label} ed25519`, 32));
+    return {
+      subject: {
+        user_id: `usr_${label}`,
+        public_key: b64(encryption.publicKey),
+        signing_public_key: b64(signing.publicKey),
+      },
+      signingSecretKey: signing.privateKey,
+    };
+  };
+  const alice = person('alice');
+  const bob = person('bob');
+  const mallory = person('mallory');
+  const projectId = 'proj_vectors';
+  const steps: [typeof alice, typeof alice, 'root' | 'add' | 'role' | 'remove', string | null][] = [
+    [alice, alice, 'root', 'admin'],
+    [alice, bob, 'add', 'developer'],
+    [alice, bob, 'role', 'admin'],
+    [bob, alice, 'role', 'viewer'],
+    [bob, alice, 'remove', null],
+  ];
+  const statements: MembershipStatement[] = [];
+  for (const [i, [signer, subject, kind, role]] of steps.entries()) {
+    const state = i === 0 ? null : verifyMembershipChain(statements, projectId);
+    statements.push(
+      nextMembershipStatement(state, {
+        projectId,
+        kind,
+        subject: subject.subject,
+        role: role as 'admin' | 'developer' | 'viewer' | null,
+        signerId: signer.subject.user_id,
+        signingSecretKey: signer.signingSecretKey,
+        at: `2026-11-24T1${i}:00:00.000Z`,
+      }),
+    );
+  }
+  const state = verifyMembershipChain(statements, projectId);
+  const resign = (s: MembershipStatement, by: typeof alice) =>
+    signMembershipStatement(s, by.signingSecretKey);
+  const invalid: { name: string; statements: MembershipStatement[] }[] = [
+    {
+      name: 'a role changed after signing',
+      statements: [statements[0]!, { ...statements[1]!, role: 'admin' }],
+    },
+    { name: 'a statement left out', statements: [statements[0]!, statements[2]!] },
+    { name: 'the order swapped', statements: [statements[0]!, statements[2]!, statements[1]!] },
+    { name: 'no root', statements: statements.slice(1) },
+    {
+      name: 'signed by a developer',
+      statements: [
+        statements[0]!,
+        statements[1]!,
+        resign({ ...statements[2]!, signer_id: 'usr_bob' }, bob),
+      ],
+    },
+    {
+      name: 'signed by a stranger who claims to be admin',
+      statements: [
+        statements[0]!,
+        resign(
+          {
+            ...statements[1]!,
+            user_id: 'usr_mallory',
+            public_key: mallory.subject.public_key,
+            signing_public_key: mallory.subject.signing_public_key,
+            role: 'admin',
+            signer_id: 'usr_mallory',
+          },
+          mallory,
+        ),
+      ],
+    },
+    {
+      name: 'the root signed by another key than its subject’s',
+      statements: [resign(statements[0]!, mallory)],
+    },
+    {
+      name: 'a role statement with other keys than the chain holds',
+      statements: [
+        statements[0]!,
+        statements[1]!,
+        resign({ ...statements[2]!, public_key: mallory.subject.public_key }, alice),
+      ],
+    },
+    {
+      name: 'another project',
+      statements: [{ ...statements[0]!, project_id: 'proj_other' }],
+    },
+  ];
+  return {
+    description:
+      'Membership chain: statement = { project_id, seq, prev, kind, user_id, public_key, signing_public_key, ' +
+      'role, signer_id, at, signature }. signature = Ed25519(signer, message) with message = encodeParts([' +
+      '"coffer/v1/membership", project_id, seq, prev, kind, user_id, x25519 (raw), ed25519 (raw), role or "", ' +
+      'signer_id, at]). link hash = BLAKE2b-256(encodeParts(["coffer/v1/membership-link", message, signature ' +
+      '(raw)])); prev = the link hash of statement seq - 1 ("" for the root). The root is self-signed by an ' +
+      'admin subject; later statements are signed by a current admin of the chain with the key the chain ' +
+      'holds. Fingerprint = the first 20 bytes of the root link hash as 5 groups of 8 uppercase hex digits.',
+    project_id: projectId,
+    signing_secret_keys: {
+      usr_alice: b64(alice.signingSecretKey),
+      usr_bob: b64(bob.signingSecretKey),
+    },
+    statements,
+    messages: statements.map((s) => b64(membershipMessage(s))),
+    hashes: statements.map((s) => membershipLinkHash(s)),
+    root: state.root,
+    fingerprint: state.fingerprint,
+    members: [...state.members.values()],
+    invalid,
   };
 }
 
@@ -589,6 +760,7 @@ export async function buildVectors(): Promise<Record<string, unknown>> {
     'token.json': tokenVectors(),
     'introduction.json': introductionVectors(),
     'key-pins.json': keyPinsVectors(),
+    'membership.json': membershipVectors(),
   };
 }
 
