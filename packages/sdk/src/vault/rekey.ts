@@ -46,10 +46,11 @@ export interface RekeyOptions extends OpenVaultOptions {
 export interface RekeyOutcome extends RekeyResult {
   /**
    * Live API keys and CI tokens created by someone other than the re-keying
-   * admin. Their new grants are signed by this admin, and a credential that
-   * names its creator's key (a version 2 key part) opens only grants signed by
-   * that creator: re-create these tokens (older credentials keep working).
-   * Absent when there are none.
+   * admin. Their new grants are signed by this admin: a credential that names
+   * the project's membership chain (key part version 3) accepts them, one that
+   * names only its creator's key (version 2) does not and must be re-created;
+   * the server cannot tell the versions apart, so all are listed. Absent when
+   * there are none.
    */
   tokensCreatedByOthers?: string[];
 }
