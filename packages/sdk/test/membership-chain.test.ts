@@ -10,6 +10,7 @@ import {
   apiPath,
   changeMemberRole,
   createApiKey,
+  createCiToken,
   createGrant,
   createProjectWithVault,
   fromCredential,
@@ -26,6 +27,7 @@ import {
   removeMemberSigned,
   signMembershipChain,
   signMembershipStatement,
+  signStatements,
   toBase64url,
   verifyMembershipChain,
   type ChainCandidate,
@@ -448,6 +450,29 @@ for (const dialect of DIALECTS) {
         })
         .execute();
       await refuses(fromCredential(server.baseUrl, credential), 'chain_changed');
+    });
+
+    it('a token’s creator removed from the chain: its grants are refused even where the server still serves the token', async () => {
+      const admin = await newUser(server);
+      const dev = await newUser(server);
+      const { projectId, adminVault } = await team(
+        'Creator removed',
+        [{ member: dev, role: 'developer' }],
+        admin,
+      );
+      const env = await environmentIds(admin.client, projectId);
+      await writeSecret(adminVault, env.staging!, 'K', 'v');
+      const devVault = await openVault(dev.client, projectId, dev.keys);
+      const { credential } = await createCiToken(devVault, { scopes: { staging: 'read' } });
+      devVault.forget();
+      const opened = await fromCredential(server.baseUrl, credential);
+      assert.equal(await readSecret(opened.vault, env.staging!, 'K'), 'v');
+      // An admin signs the developer's removal; the server does not act on it
+      // (it keeps the member and serves the token as before).
+      await signStatements(adminVault, (state) => [
+        { kind: 'remove', subject: state!.members.get(dev.id)!, role: null },
+      ]);
+      await refuses(fromCredential(server.baseUrl, credential), 'untrusted_granter', dev.id);
     });
 
     it('a project from before chains: accepted as unchained until an admin signs its key holders, shown with fingerprints', async () => {

@@ -65,6 +65,8 @@ export interface MembershipState {
    * a grant signed while they were admin stays valid after a later demotion.
    */
   everAdmin: Set<string>;
+  /** Every signing key the chain has held for a member, with that member's user id. */
+  everSigningKeys: Map<string, string>;
 }
 
 export const MAX_CHAIN_LENGTH = 100_000;
@@ -173,6 +175,7 @@ export function verifyMembershipChain(
   const lib = sodium();
   const members = new Map<string, ChainMember>();
   const everAdmin = new Set<string>();
+  const everSigningKeys = new Map<string, string>();
   const hashes: string[] = [];
   for (const [index, s] of statements.entries()) {
     const at = (why: string) => invalid(`statement ${index}: ${why}`);
@@ -230,6 +233,7 @@ export function verifyMembershipChain(
         role: s.role!,
       });
       if (s.role === 'admin') everAdmin.add(adminKey(s.user_id, s.signing_public_key));
+      everSigningKeys.set(s.signing_public_key, s.user_id);
     }
     hashes.push(membershipLinkHash(s));
   }
@@ -243,6 +247,7 @@ export function verifyMembershipChain(
     hashes,
     members,
     everAdmin,
+    everSigningKeys,
   };
 }
 

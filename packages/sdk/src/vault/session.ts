@@ -285,6 +285,22 @@ export class VaultSession implements EnvironmentKeyProvider {
     const bound = this.options.granterSigningPublicKey;
     // A token bound to its chain's root accepts grants of any admin of that chain.
     const rootBound = chain !== null && !!this.options.chainRoot;
+    if (!own && rootBound && granterKey === bound && !chainAdmin) {
+      // The token's creator signed this grant: a member of the chain must still
+      // be one (a creator that is no member, an API key minting a CI token, is
+      // vouched for by the credential alone).
+      const creatorId = chain.everSigningKeys.get(bound);
+      const creator = creatorId === undefined ? undefined : chain.members.get(creatorId);
+      if (
+        creatorId !== undefined &&
+        (creator?.signing_public_key !== bound || creator.role === 'viewer')
+      ) {
+        throw new VaultError(
+          'untrusted_granter',
+          `This token's creator (${creatorId}) is no longer an admin or developer in the project's signed membership chain: refusing the grants they signed`,
+        );
+      }
+    }
     if (!own && bound && granterKey !== bound && !(rootBound && chainAdmin)) {
       throw new VaultError(
         'untrusted_granter',
