@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import Database from 'better-sqlite3';
 import {
   createGrant,
   decodeKeyPart,
@@ -25,6 +24,7 @@ import {
   type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { openSqlite, type SqliteConnection } from '../../server/src/db/sqlite-driver.js';
 
 function ok(r: CliResult, what: string): CliResult {
   assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
@@ -46,7 +46,7 @@ describe('coffer key trust (SQLite)', () => {
   let alice: Record<string, string>;
   let bob: Record<string, string>;
   let work: string;
-  let sql: Database.Database;
+  let sql: SqliteConnection;
   const as = (env: Record<string, string>, args: string[], input?: string) =>
     runCli(args, { env, cwd: work, ...(input !== undefined ? { input } : {}) });
   const userId = (email: string) =>
@@ -89,8 +89,7 @@ describe('coffer key trust (SQLite)', () => {
     ok(await as(alice, ['projects', 'create', 'Shop']), 'project');
     ok(await as(alice, ['setup', '--project', 'Shop', '--env', 'development']), 'setup');
     ok(await as(alice, ['secrets', 'set', 'DATABASE_URL', 'postgres://real']), 'secret');
-    sql = new Database(join(server.dataDir, 'coffer.db'));
-    sql.pragma('busy_timeout = 5000');
+    sql = openSqlite(join(server.dataDir, 'coffer.db'));
   });
   after(async () => {
     sql?.close();

@@ -8,14 +8,12 @@ import Fastify, {
 } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.js';
-import { systemClock, type Clock } from './clock.js';
-import type { Db } from './db/database.js';
+import { systemClock } from './clock.js';
+import { compose, type Infrastructure } from './compose.js';
 import { AppError } from './errors.js';
 import { registerErrorHandling, sendError } from './http/errors.js';
 import { AccessLog, loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
-import type { CredentialResolver } from './http/principal.js';
 import {
   MemoryRateLimitStore,
   type RateLimitState,
@@ -28,35 +26,25 @@ import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
 import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
-import { ListingCache } from './domains/secrets/listing-cache.js';
 import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
 import { Metrics, registerMetrics } from './metrics.js';
 
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  clock?: Clock;
+export interface AppDeps extends Omit<Infrastructure, 'clock'> {
+  clock?: Infrastructure['clock'];
   rateLimitStore?: RateLimitStore;
-  /** Serialized environment listings; a local-only cache when omitted (server.ts passes one on Redis). */
-  listingCache?: ListingCache;
-  /** How credentials become principals; the identity domain's resolver when omitted. */
-  resolver?: CredentialResolver;
   logger?: FastifyServerOptions['logger'];
   /** TLS material; without it the instance speaks plain HTTP (tests inject, proxies terminate TLS). */
   https?: { key: string | Buffer; cert: string | Buffer; handshakeTimeout?: number };
 }
 
-/** Everything a domain's routes may use. Built once per app. */
-export interface AppContext {
-  config: Config;
-  db: Db;
-  clock: Clock;
-  listingCache: ListingCache;
-  /** Prometheus metrics, when on (`METRICS_PORT` or `METRICS_TOKEN`): parts add what they keep. */
-  metrics?: Metrics;
-}
-
 export type App = FastifyInstance;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This app's cache of resolved credentials (tests and instances sharing revocations reach it). */
+    credentials: import('./domains/identity/credentials.js').CredentialCache;
+  }
+}
 
 /**
  * Request ids: a random per-app prefix and a counter. Unique across instances
@@ -71,7 +59,7 @@ function requestIds(): () => string {
 
 /** Builds the Fastify app with every convention and domain registered. Never listens. */
 export async function buildApp(deps: AppDeps): Promise<App> {
-  const { config, db } = deps;
+  const { config } = deps;
   const clock = deps.clock ?? systemClock;
   const rateLimitStore = deps.rateLimitStore ?? new MemoryRateLimitStore();
   // Filled in once the pipeline exists: errors Fastify raises before routing
@@ -127,14 +115,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     : Fastify(options)
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
-  const listingCache = deps.listingCache ?? new ListingCache();
-  app.addHook('onClose', () => listingCache.close());
+  const parts = compose({ ...deps, clock }, app.log);
+  app.decorate('credentials', parts.credentials);
+  app.addHook('onReady', async () => parts.start());
+  app.addHook('onClose', () => parts.close());
   const { port: metricsPort, token: metricsToken } = config.metrics;
   const metrics = metricsPort !== null || metricsToken !== null ? new Metrics() : undefined;
-  const context: AppContext = { config, db, clock, listingCache, ...(metrics ? { metrics } : {}) };
-  const resolver =
-    deps.resolver ??
-    (await import('./domains/identity/credentials.js')).credentialResolver(context);
+  const { resolver, infra } = parts;
 
   registerErrorHandling(app);
   registerParameterCoercion(app);
@@ -180,16 +167,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ),
   });
 
-  if (metrics) registerMetrics(app, metrics, context, metricsToken);
-  await app.register(healthRoutes, context);
-  await app.register(docsRoutes, context);
+  if (metrics) {
+    registerMetrics(app, metrics, { ...infra, outbox: parts.outbox }, metricsToken);
+    metrics.gauge(
+      'coffer_audit_buffer_events',
+      'Audit events of token reads waiting in memory to be written',
+      () => parts.readAudit.size,
+    );
+  }
+  await app.register(healthRoutes, infra);
+  await app.register(docsRoutes);
+  const v1Deps = { ...parts.services, rekeyBodyLimitBytes: config.rekeyBodyLimitBytes };
   await app.register(
     async (v1) => {
-      for (const domain of V1_DOMAINS) await v1.register(domain, context);
+      for (const domain of V1_DOMAINS) await v1.register(domain, v1Deps);
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardRoutes, context);
+  await app.register(dashboardRoutes, infra);
 
   return app;
 }

@@ -2,10 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AppContext } from './app.js';
+import type { Db } from './db/database.js';
 import { AppError } from './errors.js';
 import { RateLimitedError } from './http/pipeline.js';
-import { outboxWorker } from './domains/mail/outbox-worker.js';
 
 /**
  * Prometheus metrics of one app, on a registry of its own (never prom-client's
@@ -127,7 +126,7 @@ export function metricsOf(app: FastifyInstance): Metrics | undefined {
 export function registerMetrics(
   app: FastifyInstance,
   metrics: Metrics,
-  context: AppContext,
+  context: ObservedParts,
   token: string | null,
 ): void {
   metricsOfApp.set(app, metrics);
@@ -160,8 +159,15 @@ export function registerMetrics(
   );
 }
 
+/** The parts of an app whose state the metrics read. */
+export interface ObservedParts {
+  db: Db;
+  listingCache: { readonly hits: number; readonly misses: number };
+  outbox: { readonly deliveryFailures: number };
+}
+
 /** What the app's parts keep: the listing cache, the outbox, the database pool, refusals. */
-function observeContext(app: FastifyInstance, metrics: Metrics, ctx: AppContext): void {
+function observeContext(app: FastifyInstance, metrics: Metrics, ctx: ObservedParts): void {
   app.addHook('onError', async (_request, _reply, error) => {
     if (error instanceof RateLimitedError) metrics.rateLimitedRequest(error.budget);
   });
@@ -200,7 +206,7 @@ function observeContext(app: FastifyInstance, metrics: Metrics, ctx: AppContext)
   metrics.counter(
     'coffer_outbox_delivery_failures_total',
     'E-mail delivery attempts that failed (each is retried until the last)',
-    () => outboxWorker(ctx, app.log).deliveryFailures,
+    () => ctx.outbox.deliveryFailures,
   );
   if (db.poolCounts) {
     const counts = db.poolCounts.bind(db);

@@ -10,10 +10,8 @@ import {
 } from './http/rate-limit.js';
 import { createRedirectServer, loadTls } from './http/tls.js';
 import { guardConnections } from './http/connections.js';
-import { ListingCache } from './domains/secrets/listing-cache.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
 import { listenForMetrics, metricsOf } from './metrics.js';
-import { shareCredentialInvalidation } from './domains/identity/credentials.js';
 
 export interface RunningServer {
   app: App;
@@ -33,17 +31,12 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
   const rateLimitStore: RateLimitStore = redis
     ? new RedisRateLimitStore(redis.client, `${config.redisKeyPrefix}rl:`)
     : new MemoryRateLimitStore();
-  let appLog: FastifyBaseLogger | null = null;
-  // With Redis, invalidations of cached secret listings reach every instance.
-  const listingCache = new ListingCache({
-    ...(redis ? { redis: redis.client, channel: `${config.redisKeyPrefix}listings` } : {}),
-    onError: (err) => appLog?.warn({ err }, 'listing cache: Redis invalidation failed'),
-  });
+  // With Redis, invalidations of cached secret listings and credentials reach every instance.
   const app = await buildApp({
     config,
     db,
     rateLimitStore,
-    listingCache,
+    redis: redis?.client ?? null,
     ...(tls
       ? {
           https: { key: tls.key, cert: tls.cert, handshakeTimeout: config.connectionIdleTimeoutMs },
@@ -57,13 +50,6 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     log: app.log,
   });
   redis?.attachLogger(app.log);
-  appLog = app.log;
-  // With Redis, a revoked session, API key or CI token ends on every instance at once.
-  const credentialSharing = redis
-    ? shareCredentialInvalidation(db, redis.client, `${config.redisKeyPrefix}credentials`, (err) =>
-        app.log.warn({ err }, 'credential cache: Redis invalidation failed'),
-      )
-    : null;
   const address = await app.listen({ host: config.host, port: config.port });
   const port = Number(new URL(address).port);
   const url = `${tls ? 'https' : 'http'}://localhost:${port}`;
@@ -122,7 +108,6 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
       } finally {
         clearInterval(sweep);
       }
-      await credentialSharing?.close();
       await rateLimitStore.close();
     },
     abortInFlight() {

@@ -6,7 +6,6 @@
 // refuses instead of sealing the project key to the attacker.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import Database from 'better-sqlite3';
 import { generateUserKeys, ready, toBase64url } from '@coffer/sdk';
 import type { Browser } from 'playwright-core';
 import {
@@ -21,6 +20,7 @@ import { expect, type Page } from './support/expect.js';
 import { signIn, unlock, type Credentials } from './support/flows.js';
 import { invitationToken } from './support/admin.js';
 import { seedAccount, seedProject, type Seeded } from './support/seed.js';
+import { openSqlite } from '../../server/src/db/sqlite-driver.js';
 
 let browser: Browser | undefined;
 let coffer: Coffer | undefined;
@@ -143,7 +143,7 @@ test('keys substituted in the database after the introduction: the grant dialog 
   // Behind the server's back: the invitee's public keys become an attacker's.
   await ready();
   const attacker = generateUserKeys();
-  const db = new Database(`${coffer.dataDir}/coffer.db`);
+  const db = openSqlite(`${coffer.dataDir}/coffer.db`);
   try {
     const changed = db
       .prepare('update users set public_key = ?, signing_public_key = ? where id = ?')

@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type SQLite from 'better-sqlite3';
 import {
   Kysely,
   Migrator,
@@ -17,6 +16,7 @@ import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
 import { idLiteral, isId } from '../ids.js';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../config.js';
+import { openSqlite, type SqliteConnection, type SqliteStatement } from './sqlite-driver.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -52,19 +52,18 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   // Each driver is loaded only for the database it serves: an operator on the
   // embedded default never pays pg's memory, nor a PostgreSQL one SQLite's.
   if (target.kind === 'sqlite') {
-    const { default: SQLite } = await import('better-sqlite3');
-    const sqlite = new SQLite(target.file);
+    const sqlite = openSqlite(target.file);
     // WAL for concurrent readers; FULL so an acknowledged write survives power loss
     // and kill -9; a busy timeout so a second process waits instead of failing.
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = FULL');
-    sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma('busy_timeout = 5000');
+    sqlite.exec('PRAGMA journal_mode = WAL');
+    sqlite.exec('PRAGMA synchronous = FULL');
+    sqlite.exec('PRAGMA foreign_keys = ON');
+    sqlite.exec('PRAGMA busy_timeout = 5000');
     const kysely = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
     });
-    const reader = new SQLite(target.file, { readonly: true });
-    reader.pragma('busy_timeout = 5000');
+    const reader = openSqlite(target.file, { readonly: true });
+    reader.exec('PRAGMA busy_timeout = 5000');
     readers.set(kysely, cachedReads(reader));
     return {
       kysely,
@@ -114,8 +113,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
 }
 
 /** A prepared statement per distinct SQL text, bounded (oldest out first). */
-function statementCache(sqlite: SQLite.Database, max = 1000): (sql: string) => SQLite.Statement {
-  const statements = new Map<string, SQLite.Statement>();
+function statementCache(sqlite: SqliteConnection, max = 1000): (sql: string) => SqliteStatement {
+  const statements = new Map<string, SqliteStatement>();
   return (sql) => {
     let statement = statements.get(sql);
     if (!statement) {
@@ -128,13 +127,13 @@ function statementCache(sqlite: SQLite.Database, max = 1000): (sql: string) => S
 }
 
 /**
- * Prepares each distinct SQL text once. With better-sqlite3, preparing costs
+ * Prepares each distinct SQL text once. With either SQLite driver, preparing costs
  * more than running a small indexed query, and requests repeat the same few
  * statements. Kysely runs a statement to completion (`all`/`run`) before the
  * next query on the connection, so a cached statement is never busy when it is
  * reused (streaming queries would be).
  */
-function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+function withStatementCache(sqlite: SqliteConnection): SqliteDatabase {
   const prepare = statementCache(sqlite);
   return { close: () => sqlite.close(), prepare };
 }
@@ -185,7 +184,7 @@ function charsIn(rows: readonly object[]): number {
  * query would return now, at the cost of that one pragma instead of the
  * query's index searches. Rows are frozen: callers share them.
  */
-function cachedReads(reader: SQLite.Database): SqliteReader {
+function cachedReads(reader: SqliteConnection): SqliteReader {
   const statement = statementCache(reader);
   const version = reader.prepare('PRAGMA data_version').pluck();
   let seen: unknown = null;

@@ -1,16 +1,16 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import type SQLite from 'better-sqlite3';
 import { migrationProvider } from '../db/migrations/index.js';
+import { openSqlite, type SqliteConnection } from '../db/sqlite-driver.js';
 
 /** An operator's mistake or a refusal: printed as one line, exit code 1. */
 export class OpsError extends Error {
   override name = 'OpsError';
 }
 
-async function sqlite(): Promise<typeof SQLite> {
-  return (await import('better-sqlite3')).default;
-}
+/** `PRAGMA integrity_check`'s first line: `ok` for an intact database. */
+const integrityCheck = (db: SqliteConnection): unknown =>
+  db.prepare('PRAGMA integrity_check').pluck().get();
 
 /** Writes the file's data to disk, and its directory entry (after a rename). */
 function fsyncPath(path: string): void {
@@ -49,23 +49,21 @@ export async function backupSqlite(
   if (!existsSync(databaseFile)) throw new OpsError(`no database at ${databaseFile}`);
   const file = resolve(target);
   if (!existsSync(dirname(file))) throw new OpsError(`directory ${dirname(file)} does not exist`);
-  const Database = await sqlite();
   const temporary = temporaryFor(file);
   // Created empty with mode 0600 first: SQLite then writes into it, keeping the mode.
   closeSync(openSync(temporary, 'wx', 0o600));
   try {
-    const source = new Database(databaseFile, { fileMustExist: true });
-    source.pragma('busy_timeout = 5000');
+    const source = openSqlite(databaseFile, { fileMustExist: true });
+    source.exec('PRAGMA busy_timeout = 5000');
     try {
-      // The first step (0 pages) only starts the backup; the next copies every page at once.
-      await source.backup(temporary, { progress: () => 0x7fffffff });
+      await source.backup(temporary);
     } finally {
       source.close();
     }
-    const copy = new Database(temporary, { fileMustExist: true });
+    const copy = openSqlite(temporary, { fileMustExist: true });
     try {
-      copy.pragma('journal_mode = DELETE');
-      const check = copy.pragma('integrity_check', { simple: true });
+      copy.exec('PRAGMA journal_mode = DELETE');
+      const check = integrityCheck(copy);
       if (check !== 'ok')
         throw new OpsError(`the copy failed its integrity check: ${String(check)}`);
     } finally {
@@ -94,17 +92,16 @@ export interface BackupInfo {
  */
 export async function checkBackupFile(file: string): Promise<BackupInfo> {
   if (!existsSync(file)) throw new OpsError(`no such file: ${file}`);
-  const Database = await sqlite();
-  let db: SQLite.Database;
+  let db: SqliteConnection;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
+    db = openSqlite(file, { readonly: true, fileMustExist: true });
   } catch (err) {
     throw new OpsError(`${file} is not a SQLite database (${(err as Error).message})`);
   }
   try {
     let check: unknown;
     try {
-      check = db.pragma('integrity_check', { simple: true });
+      check = integrityCheck(db);
     } catch (err) {
       throw new OpsError(`${file} is not a SQLite database (${(err as Error).message})`);
     }
@@ -132,7 +129,7 @@ export async function checkBackupFile(file: string): Promise<BackupInfo> {
 }
 
 /** Rows that make a database worth keeping: any user, project or audit event. */
-function holdsData(db: SQLite.Database): boolean {
+function holdsData(db: SqliteConnection): boolean {
   const tables = new Set(
     (
       db.prepare("select name from sqlite_master where type = 'table'").all() as { name: string }[]
@@ -161,11 +158,10 @@ export async function restoreSqlite(
 ): Promise<BackupInfo> {
   const source = resolve(backupFile);
   const info = await checkBackupFile(source);
-  const Database = await sqlite();
   if (existsSync(databaseFile)) {
-    const lock = new Database(databaseFile, { fileMustExist: true, timeout: 0 });
+    const lock = openSqlite(databaseFile, { fileMustExist: true, timeout: 0 });
     try {
-      lock.pragma('locking_mode = EXCLUSIVE');
+      lock.exec('PRAGMA locking_mode = EXCLUSIVE');
       lock.exec('begin exclusive');
     } catch (err) {
       lock.close();
@@ -190,15 +186,15 @@ export async function restoreSqlite(
   const temporary = temporaryFor(databaseFile);
   try {
     closeSync(openSync(temporary, 'wx', 0o600));
-    const from = new Database(source, { readonly: true, fileMustExist: true });
+    const from = openSqlite(source, { readonly: true, fileMustExist: true });
     try {
-      await from.backup(temporary, { progress: () => 0x7fffffff });
+      await from.backup(temporary);
     } finally {
       from.close();
     }
-    const copy = new Database(temporary, { fileMustExist: true });
+    const copy = openSqlite(temporary, { fileMustExist: true });
     try {
-      copy.pragma('journal_mode = DELETE');
+      copy.exec('PRAGMA journal_mode = DELETE');
     } finally {
       copy.close();
     }

@@ -4,7 +4,6 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import pg from 'pg';
 import {
   CofferClient,
@@ -17,6 +16,7 @@ import {
   signUp,
   type SecretScope,
 } from '@coffer/sdk';
+import { openSqlite } from '../../src/db/sqlite-driver.js';
 import { POSTGRES_URL } from '../support/db.js';
 import { TEST_KDF_COST } from '../support/users.js';
 import { ensureCommandBuilt, SERVER_COMMAND } from '../support/command.js';
@@ -139,10 +139,10 @@ describe('backup and restore (SQLite, real server process)', () => {
 
     // The file: private, an intact SQLite database on its own (no WAL needed).
     assert.equal(statSync(backupFile).mode & 0o777, 0o600);
-    const check = new Database(backupFile, { readonly: true });
+    const check = openSqlite(backupFile, { readonly: true });
     try {
-      assert.equal(check.pragma('integrity_check', { simple: true }), 'ok');
-      assert.equal(check.pragma('journal_mode', { simple: true }), 'delete');
+      assert.equal(check.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
+      assert.equal(check.prepare('PRAGMA journal_mode').pluck().get(), 'delete');
     } finally {
       check.close();
     }
@@ -164,7 +164,9 @@ describe('backup and restore (SQLite, real server process)', () => {
     // A file that is not a Coffer database is refused before anything is touched.
     const fresh = tempDir('backup-b');
     const notCoffer = join(backupDir, 'other.db');
-    new Database(notCoffer).exec('create table t (x)').close();
+    const other = openSqlite(notCoffer);
+    other.exec('create table t (x)');
+    other.close();
     const wrong = await command(['restore', notCoffer], { DATA_DIR: fresh });
     assert.equal(wrong.code, 1);
     assert.match(wrong.stderr, /not a Coffer database/);

@@ -3,7 +3,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Agent, fetch as undiciFetch } from 'undici';
 import {
@@ -18,6 +17,7 @@ import {
   setSecret,
   signUp,
 } from '@coffer/sdk';
+import { openSqlite, type SqliteConnection } from '../../src/db/sqlite-driver.js';
 import { startServerProcess, type ServerProcess } from '../foundation/server-process.js';
 import { eventually, invitationTokenIn } from '../members/fixtures.js';
 import { outboxMails } from '../members/smtp.js';
@@ -844,7 +844,7 @@ function checkAnswer(res: RawResponse): string[] {
  * outbox, which its worker drains on its own schedule.
  */
 class StateFingerprint {
-  private sqlite: SQLite.Database | null = null;
+  private sqlite: SqliteConnection | null = null;
   private pg: pg.Client | null = null;
 
   constructor(
@@ -875,7 +875,7 @@ class StateFingerprint {
       for (const t of names) parts.push(`${t}=${row[t]!.slice(0, 16)}`);
     } else {
       if (!this.sqlite) {
-        this.sqlite = new SQLite(join(this.dataDir, 'coffer.db'), {
+        this.sqlite = openSqlite(join(this.dataDir, 'coffer.db'), {
           readonly: true,
           fileMustExist: true,
         });

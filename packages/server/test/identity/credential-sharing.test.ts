@@ -45,10 +45,10 @@ for (const dialect of DIALECTS) {
       appB = await buildApp({ config: t.config, db: dbB, clock: t.clock });
       await appB.ready();
       const channel = `coffer-test-${randomBytes(6).toString('hex')}:credentials`;
-      for (const db of [t.testDb.db, dbB]) {
+      for (const app of [t.app, appB]) {
         const redis = new Redis(REDIS_URL);
         redisClients.push(redis);
-        const shared = shareCredentialInvalidation(db, redis, channel);
+        const shared = shareCredentialInvalidation(app.credentials, redis, channel);
         sharing.push(shared);
         await shared.subscribed;
       }

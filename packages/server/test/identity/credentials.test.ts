@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { generateBearer, ready } from '@coffer/sdk';
-import {
-  CREDENTIAL_CACHE_TTL_MS,
-  forgetCredential,
-  hashToken,
-} from '../../src/domains/identity/credentials.js';
+import { CREDENTIAL_CACHE_TTL_MS, hashToken } from '../../src/domains/identity/credentials.js';
 import { newId } from '../../src/ids.js';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
@@ -107,7 +103,7 @@ for (const dialect of DIALECTS) {
         .where('id', 'in', [here.id, elsewhere.id])
         .execute();
       // The revoking service on this instance forgets the credential...
-      forgetCredential(t.testDb.db, here.id);
+      t.app.credentials.forgetCredential(here.id);
       assert.equal((await call(here.bearer)).statusCode, 401);
       // ...another instance (not told) stops accepting it once its cache entry is older than the TTL.
       t.clock.advance(CREDENTIAL_CACHE_TTL_MS);

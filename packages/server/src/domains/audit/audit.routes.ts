@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { listQuerySchema } from '../../http/pagination.js';
 import { ListEnvelope, Timestamp } from '../../http/schemas.js';
 import { actorOf } from './audit.js';
-import { auditService } from './audit.service.js';
+import type { auditService } from './audit.service.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
@@ -59,8 +58,10 @@ const AuditQuery = listQuerySchema(['created_at'], {
 });
 
 /** `GET /v1/projects/{project_id}/audit-events`. */
-export async function auditRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const service = auditService(ctx);
+export async function auditRoutes(
+  app: FastifyInstance,
+  { audit: service }: { audit: ReturnType<typeof auditService> },
+): Promise<void> {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/projects/:project_id/audit-events',
     {

@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { extname, join, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConstraintStrategy, Handler, HTTPVersion } from 'find-my-way';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import type { Config } from '../../config.js';
 import { AppError } from '../../errors.js';
 
@@ -85,8 +85,10 @@ export function servesDashboard(app: FastifyInstance): boolean {
  * path (client-side routes). Not rate limited: loading the app must not spend
  * the session's budget.
  */
-export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { config } = ctx;
+export async function dashboardRoutes(
+  app: FastifyInstance,
+  { config }: Pick<Infra, 'config'>,
+): Promise<void> {
   const root = servedDir(config);
   if (!root) {
     if (config.dashboard.enabled) {

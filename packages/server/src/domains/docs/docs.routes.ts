@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../app.js';
-import { renderReference } from './reference.js';
+import { renderReference, type OpenApiDocument } from './reference.js';
 
 /** The OpenAPI document, generated from the route schemas, and a readable reference page built from it. */
-export async function docsRoutes(app: FastifyInstance, _ctx: AppContext): Promise<void> {
+export async function docsRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   let page: string | undefined;
@@ -17,27 +16,4 @@ export async function docsRoutes(app: FastifyInstance, _ctx: AppContext): Promis
       )
       .send(page);
   });
-}
-
-export interface OpenApiDocument {
-  info: { title: string; version: string; description?: string };
-  paths: Record<string, Record<string, OpenApiOperation>>;
-}
-
-export interface OpenApiOperation {
-  summary?: string;
-  description?: string;
-  tags?: string[];
-  parameters?: Array<{
-    name: string;
-    in: string;
-    required?: boolean;
-    description?: string;
-    schema?: unknown;
-  }>;
-  requestBody?: { content?: Record<string, { schema?: unknown }> };
-  responses?: Record<
-    string,
-    { description?: string; content?: Record<string, { schema?: unknown }> }
-  >;
 }

@@ -1,4 +1,25 @@
-import type { OpenApiDocument, OpenApiOperation } from './docs.routes.js';
+export interface OpenApiDocument {
+  info: { title: string; version: string; description?: string };
+  paths: Record<string, Record<string, OpenApiOperation>>;
+}
+
+export interface OpenApiOperation {
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  parameters?: Array<{
+    name: string;
+    in: string;
+    required?: boolean;
+    description?: string;
+    schema?: unknown;
+  }>;
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
+  responses?: Record<
+    string,
+    { description?: string; content?: Record<string, { schema?: unknown }> }
+  >;
+}
 
 const escape = (s: string) =>
   s

@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { EnvironmentParams, ProjectRefParams } from '../../http/params.js';
 import { actorOf } from '../audit/audit.js';
-import { environmentsService } from './environments.service.js';
+import type { EnvironmentsService } from './environments.service.js';
 import {
   CreateEnvironmentBody,
   Environment,
@@ -17,9 +16,11 @@ import {
 const tags = ['environments'];
 
 /** `/v1/projects/{project_id}/environments[/{env}]`. */
-export async function environmentsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function environmentsRoutes(
+  app: FastifyInstance,
+  { environments: service }: { environments: EnvironmentsService },
+): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const service = environmentsService(ctx);
 
   r.get(
     '/projects/:project_id/environments',

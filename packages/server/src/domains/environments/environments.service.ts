@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import type { Database } from '../../db/schema.js';
 import { toCount } from '../../db/database.js';
 import { AppError, notFound, validation } from '../../errors.js';
@@ -69,7 +69,7 @@ function requireManager(
   }
 }
 
-export function environmentsService(ctx: Pick<AppContext, 'db' | 'clock' | 'listingCache'>) {
+export function environmentsService(ctx: Pick<Infra, 'db' | 'clock' | 'listingCache'>) {
   const db = ctx.db.kysely;
 
   async function environmentOf(handle: Kysely<Database>, access: ProjectAccess, ref: string) {

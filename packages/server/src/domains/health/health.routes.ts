@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { AppError } from '../../errors.js';
 import { NO_CREDENTIAL } from '../../http/openapi.js';
 import { DataEnvelope } from '../../http/schemas.js';
@@ -10,7 +10,7 @@ const Health = DataEnvelope(
 );
 
 /** `/healthz`: the process is alive. `/readyz`: and its database answers. Neither is rate limited. */
-export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function healthRoutes(app: FastifyInstance, { db }: Pick<Infra, 'db'>): Promise<void> {
   app.get(
     '/healthz',
     {
@@ -39,7 +39,7 @@ export async function healthRoutes(app: FastifyInstance, ctx: AppContext): Promi
     },
     async (request) => {
       try {
-        await ctx.db.ping();
+        await db.ping();
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed');
         throw new AppError('service_unavailable', 'The database is not reachable');

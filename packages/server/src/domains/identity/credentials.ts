@@ -1,10 +1,9 @@
 import { hash as digest, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
-import type { AppContext } from '../../app.js';
-import type { Db } from '../../db/database.js';
+import type { Kysely } from 'kysely';
 import { preparedQuery } from '../../db/prepared-query.js';
-import type { ApiKeyTable } from '../../db/schema.js';
+import type { ApiKeyTable, Database } from '../../db/schema.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
 
 /** SHA-256 hex of a bearer or session token: what the database stores instead of the token. */
@@ -96,9 +95,22 @@ interface CachedCredential {
   loadedAt: number;
 }
 
-/** Resolved credentials by token hash. Only live credentials are cached, never failures. */
-class CredentialCache {
+const credentialIdOf = (p: Principal) => (p.kind === 'session' ? p.sessionId : p.id);
+
+/** What another instance must drop from its cache; published over Redis when shared. */
+type ForgetMessage = { credential: string } | { sessionsOf: string } | { all: true };
+
+/**
+ * Resolved credentials by token hash, one per app (the composition root builds
+ * it; the resolver and the services that revoke share it). Only live
+ * credentials are cached, never failures. A revocation, logout or password
+ * change calls `forget…` here, which also tells the other instances when
+ * `shareCredentialInvalidation` connected it to Redis.
+ */
+export class CredentialCache {
   private readonly entries = new Map<string, CachedCredential>();
+  /** Set by `shareCredentialInvalidation`: publishes what this instance forgets. */
+  publish: ((message: ForgetMessage) => void) | null = null;
 
   get(hash: string, nowMs: number): CachedCredential | undefined {
     const entry = this.entries.get(hash);
@@ -119,58 +131,39 @@ class CredentialCache {
     this.entries.set(hash, entry);
   }
 
-  forget(matches: (principal: Principal) => boolean): void {
-    for (const [hash, entry] of this.entries)
-      if (matches(entry.principal)) this.entries.delete(hash);
+  /** Call after revoking or deleting a session, API key or CI token (by its id). */
+  forgetCredential(credentialId: string): void {
+    this.forget({ credential: credentialId });
+  }
+
+  /** Call after ending a user's sessions (password change, recovery). */
+  forgetSessionsOfUser(userId: string): void {
+    this.forget({ sessionsOf: userId });
+  }
+
+  /** Drops what `message` names here only (a message from another instance). */
+  forgetHere(message: ForgetMessage): void {
+    const drop = (matches: (principal: Principal) => boolean) => {
+      for (const [hash, entry] of this.entries)
+        if (matches(entry.principal)) this.entries.delete(hash);
+    };
+    if ('credential' in message) drop((p) => credentialIdOf(p) === message.credential);
+    else if ('sessionsOf' in message)
+      drop((p) => p.kind === 'session' && p.userId === message.sessionsOf);
+    else drop(() => true);
+  }
+
+  private forget(message: ForgetMessage): void {
+    this.forgetHere(message);
+    this.publish?.(message);
   }
 }
 
-// One cache per database handle: the resolver and every service of an app share
-// it through `ctx.db`, and tests reach it through `testDb.db`.
-const caches = new WeakMap<Db, CredentialCache>();
-function cacheOf(db: Db): CredentialCache {
-  let cache = caches.get(db);
-  if (!cache) {
-    cache = new CredentialCache();
-    caches.set(db, cache);
-  }
-  return cache;
-}
-
-const credentialIdOf = (p: Principal) => (p.kind === 'session' ? p.sessionId : p.id);
-
-/** What another instance must drop from its cache; published over Redis when shared. */
-type ForgetMessage = { credential: string } | { sessionsOf: string } | { all: true };
-
-function forgetHere(db: Db, message: ForgetMessage): void {
-  const cache = cacheOf(db);
-  if ('credential' in message) cache.forget((p) => credentialIdOf(p) === message.credential);
-  else if ('sessionsOf' in message)
-    cache.forget((p) => p.kind === 'session' && p.userId === message.sessionsOf);
-  else cache.forget(() => true);
-}
-
-const broadcasts = new WeakMap<Db, (message: ForgetMessage) => void>();
-
-function forget(db: Db, message: ForgetMessage): void {
-  forgetHere(db, message);
-  broadcasts.get(db)?.(message);
-}
-
-/** Call after revoking or deleting a session, API key or CI token (by its id). */
-export function forgetCredential(db: Db, credentialId: string): void {
-  forget(db, { credential: credentialId });
-}
-
-/** Call after ending a user's sessions (password change, recovery). */
-export function forgetSessionsOfUser(db: Db, userId: string): void {
-  forget(db, { sessionsOf: userId });
-}
-
-/** Drops every cached credential of this database (for code that edits credential rows in bulk). */
-export function forgetAllCredentials(db: Db): void {
-  forget(db, { all: true });
-}
+/** What the services that end credentials call. */
+export type CredentialForgetting = Pick<
+  CredentialCache,
+  'forgetCredential' | 'forgetSessionsOfUser'
+>;
 
 /**
  * With several instances, a revocation on one must end the credential on all
@@ -180,7 +173,7 @@ export function forgetAllCredentials(db: Db): void {
  * credential can live elsewhere.
  */
 export function shareCredentialInvalidation(
-  db: Db,
+  cache: CredentialCache,
   redis: Redis,
   channel: string,
   onError: (err: unknown) => void = () => undefined,
@@ -190,29 +183,29 @@ export function shareCredentialInvalidation(
   subscriber.on('message', (from: string, payload: string) => {
     if (from !== channel) return;
     try {
-      forgetHere(db, JSON.parse(payload) as ForgetMessage);
+      cache.forgetHere(JSON.parse(payload) as ForgetMessage);
     } catch (err) {
       onError(err);
     }
   });
   const subscribed = subscriber.subscribe(channel).then(() => undefined, onError);
-  broadcasts.set(db, (message) => {
+  cache.publish = (message) => {
     redis.publish(channel, JSON.stringify(message)).catch(onError);
-  });
+  };
   return {
     subscribed,
     async close() {
-      broadcasts.delete(db);
+      cache.publish = null;
       await subscriber.quit().catch(() => subscriber.disconnect());
     },
   };
 }
 
 /** Resolves session cookies, API keys and CI tokens, with a short-lived cache in front of the database. */
-export function credentialResolver(ctx: AppContext): CredentialResolver {
-  const db = ctx.db.kysely;
-  const cache = cacheOf(ctx.db);
-
+export function credentialResolver(
+  db: Kysely<Database>,
+  cache: CredentialCache,
+): CredentialResolver {
   /** Turns a live credential into a resolution and records its use at most once a minute. */
   async function use(entry: CachedCredential, now: Date): Promise<Resolution> {
     const nowMs = now.getTime();

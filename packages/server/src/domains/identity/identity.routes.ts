@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../app.js';
 import { NO_CREDENTIAL, OPTIONAL_SESSION, SESSION_ONLY } from '../../http/openapi.js';
 import { SESSION_COOKIE } from '../../http/principal.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { identityService, SESSION_LIFETIME_MS, type Requester } from './identity.service.js';
+import { SESSION_LIFETIME_MS, type IdentityService, type Requester } from './identity.service.js';
 import {
   ChangePasswordBody,
   LoginBody,
@@ -42,9 +41,10 @@ const requesterOf = (request: FastifyRequest): Requester => ({
 const noContent = (reply: FastifyReply) => reply.code(204).send();
 
 /** Sign-up, login and sessions, password change and recovery. The password never reaches this server. */
-export async function identityRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const identity = identityService(ctx);
-
+export async function identityRoutes(
+  app: FastifyInstance,
+  { identity }: { identity: IdentityService },
+): Promise<void> {
   app.post(
     '/auth/prelogin',
     {

@@ -1,12 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { DEFAULT_KDF_PARAMS } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { paginationOf } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { forgetCredential, forgetSessionsOfUser, hashToken, matchesHash } from './credentials.js';
+import { hashToken, matchesHash, type CredentialForgetting } from './credentials.js';
 import * as repo from './identity.repo.js';
 import type {
   ChangePasswordBody,
@@ -111,7 +111,9 @@ const isUniqueViolation = (error: unknown): boolean => {
 
 export type IdentityService = ReturnType<typeof identityService>;
 
-export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>) {
+export function identityService(
+  ctx: Pick<Infra, 'config' | 'db' | 'clock'> & { credentials: CredentialForgetting },
+) {
   const db = ctx.db.kysely;
   const minimum = ctx.config.kdfMinimum;
   let preloginSecret: Buffer | undefined;
@@ -327,7 +329,7 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
     async logOut(principal: Principal | null): Promise<void> {
       if (principal?.kind !== 'session') return;
       await repo.deleteSession(db, principal.sessionId);
-      forgetCredential(ctx.db, principal.sessionId);
+      ctx.credentials.forgetCredential(principal.sessionId);
     },
 
     async me(principal: Principal | null): Promise<User> {
@@ -370,7 +372,7 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
       const target = await repo.findSessionOfUser(db, session.userId, sessionId);
       if (!target) throw notFound('Session');
       await repo.deleteSession(db, target.id);
-      forgetCredential(ctx.db, target.id);
+      ctx.credentials.forgetCredential(target.id);
       return target.id === session.sessionId;
     },
 
@@ -413,7 +415,7 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
         );
         return endedIds;
       });
-      for (const id of ended) forgetCredential(ctx.db, id);
+      for (const id of ended) ctx.credentials.forgetCredential(id);
     },
 
     /** The recovery-wrapped private keys, for a caller who proves the recovery key. */
@@ -466,7 +468,7 @@ export function identityService(ctx: Pick<AppContext, 'config' | 'db' | 'clock'>
           now,
         );
       });
-      forgetSessionsOfUser(ctx.db, user.id);
+      ctx.credentials.forgetSessionsOfUser(user.id);
     },
   };
 }

@@ -1,12 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { AppContext } from '../../app.js';
 import { SESSION_ONLY } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../../http/no-body.js';
-import { expireLapsedInvitations } from '../members/invitation-expiry.js';
 import {
   AcceptInvitationBody,
   AcceptedMemberResponse,
@@ -14,7 +12,7 @@ import {
   InvitationParams,
   ListInvitationsQuery,
 } from './invitations.schemas.js';
-import { invitationsService } from './invitations.service.js';
+import type { invitationsService } from './invitations.service.js';
 
 const tags = ['invitations'];
 
@@ -23,26 +21,12 @@ async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
   if (request.body === undefined) request.body = {};
 }
 
-/** Reads apply expiry lazily; the sweep keeps stored statuses honest for everything else. */
-const SWEEP_INTERVAL_MS = 60_000;
-
 /** `/v1/invitations`: the signed-in user's pending invitations, accept and decline. */
-export async function invitationsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function invitationsRoutes(
+  app: FastifyInstance,
+  { invitations }: { invitations: ReturnType<typeof invitationsService> },
+): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const invitations = invitationsService(ctx);
-
-  let sweep: NodeJS.Timeout | null = null;
-  app.addHook('onReady', async () => {
-    sweep = setInterval(() => {
-      expireLapsedInvitations(ctx.db.kysely, {}, ctx.clock.now()).catch((err: unknown) =>
-        app.log.error({ err }, 'invitation expiry sweep failed'),
-      );
-    }, SWEEP_INTERVAL_MS);
-    sweep.unref();
-  });
-  app.addHook('onClose', async () => {
-    if (sweep) clearInterval(sweep);
-  });
 
   r.get(
     '/invitations',

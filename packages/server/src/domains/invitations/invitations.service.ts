@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { lockProject } from '../../db/database.js';
 import type { Database, MemberTable } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
@@ -20,7 +20,7 @@ import {
   type InvitationSort,
 } from './invitations.repo.js';
 
-type Deps = Pick<AppContext, 'db' | 'clock'>;
+type Deps = Pick<Infra, 'db' | 'clock'>;
 
 /** Runs inside the answer's transaction before the member changes; returns extra audit data. */
 type Precondition = (

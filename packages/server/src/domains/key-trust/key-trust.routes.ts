@@ -2,10 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ready } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { membersService } from '../members/members.service.js';
+import type { MembersService } from '../members/members.service.js';
 import { ProjectIdParams } from '../../http/params.js';
 import {
   IntroductionBody,
@@ -14,7 +13,7 @@ import {
   MemberKeysResponse,
   PutKeyPinsBody,
 } from './key-trust.schemas.js';
-import { keyTrustService } from './key-trust.service.js';
+import type { keyTrustService } from './key-trust.service.js';
 
 // The same requirement sets as http/openapi.ts names SESSION_ONLY and SESSION_OR_BEARER.
 const SESSION: Array<Record<string, string[]>> = [{ session: [] }];
@@ -25,12 +24,15 @@ const SESSION_OR_TOKEN: Array<Record<string, string[]>> = [{ bearer: [] }, { ses
  * each user's signed key pins, and the public keys of a project's members.
  * The crypto is the SDK's; the server stores what clients signed or sealed.
  */
-export async function keyTrustRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function keyTrustRoutes(
+  app: FastifyInstance,
+  {
+    keyTrust: service,
+    members,
+  }: { keyTrust: ReturnType<typeof keyTrustService>; members: MembersService },
+): Promise<void> {
   await ready(); // signature checks use libsodium
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const service = keyTrustService(ctx);
-  // Introductions write no e-mail: nothing to wake.
-  const members = membersService({ ...ctx, wakeOutbox: () => undefined });
 
   r.put(
     '/projects/:project_id/members/:member_id/introduction',

@@ -1,11 +1,11 @@
 import { fingerprint, verifyKeyPins, type KeyPinsDocument } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { projectAccess, requireSession } from '../../access/project-access.js';
 import { userKeys, vaultMembers } from '../vault/vault.repo.js';
 
-type Deps = Pick<AppContext, 'db' | 'clock'>;
+type Deps = Pick<Infra, 'db' | 'clock'>;
 
 /**
  * Key pins: each user's signed document of the keys they accepted for others.

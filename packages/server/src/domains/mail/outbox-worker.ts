@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Transporter } from 'nodemailer';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import {
   claimMessage,
   findDueMessageIds,
@@ -25,13 +25,14 @@ const BATCH = 20;
 export const retryDelayMs = (attempts: number): number =>
   Math.min(RETRY_BASE_MS * 2 ** Math.max(0, attempts - 1), RETRY_MAX_MS);
 
-type Deps = Pick<AppContext, 'db' | 'clock' | 'config'> & { log: FastifyBaseLogger };
+type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & { log: FastifyBaseLogger };
 
 /**
  * Delivers the outbox: polls every `OUTBOX_POLL_MS` and whenever woken after a
  * commit that wrote a message. Safe with several server instances on one
  * database (each message is claimed by exactly one). With `SMTP_URL` it sends
  * over SMTP; without, it writes each message to `$DATA_DIR/outbox/<id>.eml`.
+ * One per app (`compose.ts`): started when the app is ready, stopped on close.
  */
 export class OutboxWorker {
   /** Delivery attempts that failed since start, retried or not (read by the metrics). */
@@ -169,19 +170,4 @@ export class OutboxWorker {
       }
     }
   }
-}
-
-const workers = new WeakMap<AppContext, OutboxWorker>();
-
-/**
- * The one outbox worker of an app (keyed by its context, which `buildApp`
- * creates once). The mail plugin starts and stops it; services wake it.
- */
-export function outboxWorker(ctx: AppContext, log: FastifyBaseLogger): OutboxWorker {
-  let worker = workers.get(ctx);
-  if (!worker) {
-    worker = new OutboxWorker({ ...ctx, log });
-    workers.set(ctx, worker);
-  }
-  return worker;
 }

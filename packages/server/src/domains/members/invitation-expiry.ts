@@ -1,5 +1,7 @@
+import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database, MemberTable } from '../../db/schema.js';
+import type { Infra } from '../../infra.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import {
   findLapsedInvitations,
@@ -72,4 +74,28 @@ export async function expireLapsedInvitations(
     expired += lapsed.length;
     if (lapsed.length < BATCH) return expired;
   }
+}
+
+/** Reads apply expiry lazily; the sweep keeps stored statuses honest for everything else. */
+const SWEEP_INTERVAL_MS = 60_000;
+
+/** The periodic expiry of lapsed invitations: one per app, started when it is ready. */
+export function invitationExpirySweep(
+  { db, clock }: Pick<Infra, 'db' | 'clock'>,
+  log: Pick<FastifyBaseLogger, 'error'>,
+): { start(): void; stop(): void } {
+  let sweep: NodeJS.Timeout | null = null;
+  return {
+    start() {
+      sweep = setInterval(() => {
+        expireLapsedInvitations(db.kysely, {}, clock.now()).catch((err: unknown) =>
+          log.error({ err }, 'invitation expiry sweep failed'),
+        );
+      }, SWEEP_INTERVAL_MS);
+      sweep.unref();
+    },
+    stop() {
+      if (sweep) clearInterval(sweep);
+    },
+  };
 }

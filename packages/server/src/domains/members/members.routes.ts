@@ -1,12 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../../http/no-body.js';
-import { outboxWorker } from '../mail/outbox-worker.js';
 import { ProjectParams } from '../../http/params.js';
 import {
   InviteBody,
@@ -17,15 +15,16 @@ import {
   UpdateMemberBody,
   UpdatedMemberResponse,
 } from './members.schemas.js';
-import { membersService } from './members.service.js';
+import type { MembersService } from './members.service.js';
 
 const tags = ['members'];
 
 /** The four member operations of the spec (Form A): invite, list, change role, remove. */
-export async function membersRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function membersRoutes(
+  app: FastifyInstance,
+  { members }: { members: MembersService },
+): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const outbox = outboxWorker(ctx, app.log);
-  const members = membersService({ ...ctx, wakeOutbox: () => outbox.wake() });
 
   r.post(
     '/projects/:project_id/members',

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import type { Database } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { forgetCredential, hashToken } from '../identity/credentials.js';
+import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import { hasLapsed, expireLapsedInvitations, revokeLapsed } from './invitation-expiry.js';
 import { invitationMail } from './invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
@@ -55,9 +55,10 @@ export const userRef = (row: { user_id: string; email: string; name: string }): 
 /** E-mail addresses compare case-insensitively; stored lower-cased. */
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
-type Deps = Pick<AppContext, 'db' | 'clock' | 'config'> & {
+type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   /** Called after a commit that wrote an outbox message. */
   wakeOutbox: () => void;
+  credentials: CredentialForgetting;
 };
 
 export function membersService(ctx: Deps) {
@@ -343,7 +344,7 @@ export function membersService(ctx: Deps) {
         );
         return revoked;
       });
-      for (const id of revokedTokens) forgetCredential(ctx.db, id);
+      for (const id of revokedTokens) ctx.credentials.forgetCredential(id);
     },
   };
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { AppContext } from '../../app.js';
 import { SESSION_ONLY, SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
@@ -14,14 +13,16 @@ import {
   ProjectResponse,
   UpdateProjectBody,
 } from './projects.schemas.js';
-import { projectsService } from './projects.service.js';
+import type { ProjectsService } from './projects.service.js';
 
 const tags = ['projects'];
 
 /** `/v1/projects`: list, create, read, change, delete. */
-export async function projectsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function projectsRoutes(
+  app: FastifyInstance,
+  { projects }: { projects: ProjectsService },
+): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const projects = projectsService(ctx);
 
   r.get(
     '/projects',

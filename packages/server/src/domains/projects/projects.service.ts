@@ -1,4 +1,4 @@
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
@@ -46,7 +46,7 @@ const toProject = (row: ProjectRow, role: Role): Project => ({
   role,
 });
 
-type Deps = Pick<AppContext, 'db' | 'clock'>;
+type Deps = Pick<Infra, 'db' | 'clock'>;
 
 export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
   return {

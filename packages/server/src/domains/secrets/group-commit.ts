@@ -11,7 +11,7 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Group commit for SQLite writes. With `synchronous=FULL` every COMMIT waits
- * for an fsync (milliseconds, and better-sqlite3 blocks the event loop while it
+ * for an fsync (milliseconds, and the SQLite driver blocks the event loop while it
  * does), so one transaction per request caps durable writes at a few hundred
  * per second. Here the writes of requests that arrive together run in ONE
  * transaction, each in its own savepoint (a request that fails rolls back only
@@ -48,7 +48,7 @@ export class GroupCommit {
   }
 
   private async commitGroup(): Promise<void> {
-    // better-sqlite3 answers synchronously, so a request runs from its handler to
+    // The SQLite driver answers synchronously, so a request runs from its handler to
     // its commit without ever yielding: let the other requests that already
     // arrived reach this queue first, or every group would hold one write.
     await new Promise<void>((resolve) => setImmediate(resolve));

@@ -1,12 +1,11 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
-import { actorOf, AuditBuffer } from '../audit/audit.js';
+import { actorOf } from '../audit/audit.js';
 import { EnvironmentParams } from '../../http/params.js';
-import { secretsService } from './secrets.service.js';
+import type { SecretsService } from './secrets.service.js';
 import {
   BatchBody,
   BatchResult,
@@ -30,18 +29,11 @@ const WRITE_ROLES =
 const WRITERS = `${WRITE_ROLES} Values must be encrypted under the vault’s current key epoch, otherwise \`409 version_conflict\` with \`details[0].issue = "stale_epoch"\` and \`current_epoch\`.`;
 
 /** `/v1/projects/{project_id}/environments/{env}/secrets…` */
-export async function secretsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function secretsRoutes(
+  app: FastifyInstance,
+  { secrets: service }: { secrets: SecretsService },
+): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const readAudit = new AuditBuffer(ctx.db.kysely, {
-    onError: (err, dropped) => app.log.error({ err, dropped }, 'writing read audit events failed'),
-  });
-  app.addHook('onClose', () => readAudit.close());
-  ctx.metrics?.gauge(
-    'coffer_audit_buffer_events',
-    'Audit events of token reads waiting in memory to be written',
-    () => readAudit.size,
-  );
-  const service = secretsService({ ...ctx, readAudit });
   const base = '/projects/:project_id/environments/:env/secrets';
 
   r.get(

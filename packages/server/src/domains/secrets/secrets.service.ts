@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { inSharedProjectTransaction } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation } from '../../errors.js';
@@ -89,7 +89,7 @@ export interface ListingResult {
   notModified: boolean;
 }
 
-export interface SecretsServiceDeps extends Pick<AppContext, 'db' | 'clock' | 'listingCache'> {
+export interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache'> {
   /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
   readAudit: AuditBuffer;
 }

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ready } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
@@ -18,15 +17,17 @@ import {
   CreatedCiToken,
   TokenParams,
 } from './tokens.schemas.js';
-import { tokensService } from './tokens.service.js';
+import type { TokensService } from './tokens.service.js';
 
 const KEY_PART_NOTE =
   'The client generates the key part (a 32-byte seed that never reaches the server), derives the token’s X25519 and Ed25519 public keys from it, and seals each scoped environment’s key to the X25519 key. The server returns the bearer once; the credential to copy is `<bearer>.<key part>`.';
 
 /** `/projects/{project_id}/api-keys` and `/projects/{project_id}/ci-tokens`. */
-export async function tokensRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function tokensRoutes(
+  app: FastifyInstance,
+  { tokens: service }: { tokens: TokensService },
+): Promise<void> {
   await ready(); // bearer generation and grant signature checks use libsodium
-  const service = tokensService(ctx);
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.get(

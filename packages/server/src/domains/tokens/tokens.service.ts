@@ -1,12 +1,12 @@
 import { generateBearer, TOKEN_PREFIXES } from '@coffer/sdk';
 import type { Kysely, Selectable } from 'kysely';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role, Scope, Scopes } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { forgetCredential, hashToken } from '../identity/credentials.js';
+import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import {
   lockedProjectAccess,
   projectAccess,
@@ -19,7 +19,7 @@ import * as vaultRepo from '../vault/vault.repo.js';
 import * as repo from './tokens.repo.js';
 import { MAX_CI_TOKEN_TTL_SECONDS } from './tokens.schemas.js';
 
-export type TokensDeps = Pick<AppContext, 'db' | 'clock'>;
+export type TokensDeps = Pick<Infra, 'db' | 'clock'> & { credentials: CredentialForgetting };
 
 interface NewTokenInput {
   id: string;
@@ -189,7 +189,7 @@ function ciTokenOwner(access: ProjectAccess): repo.CiTokenOwner {
 }
 
 export function tokensService(deps: TokensDeps) {
-  const { db, clock } = deps;
+  const { db, clock, credentials } = deps;
   const kysely = db.kysely;
 
   /**
@@ -339,7 +339,7 @@ export function tokensService(deps: TokensDeps) {
         );
         return ids;
       });
-      for (const credentialId of revoked) forgetCredential(db, credentialId);
+      for (const credentialId of revoked) credentials.forgetCredential(credentialId);
     },
 
     async createCiToken(actor: Actor, projectId: string, input: CreateCiTokenInput) {
@@ -430,7 +430,7 @@ export function tokensService(deps: TokensDeps) {
         );
         return true;
       });
-      if (revoked) forgetCredential(db, id);
+      if (revoked) credentials.forgetCredential(id);
     },
   };
 }

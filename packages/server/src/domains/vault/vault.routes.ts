@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ready } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
 import { SESSION_ONLY, SESSION_OR_BEARER } from '../../http/openapi.js';
 import { ok } from '../../http/schemas.js';
 import { ProjectIdParams } from '../../http/params.js';
@@ -14,14 +13,16 @@ import {
   Snapshot,
   VaultStatus,
 } from './vault.schemas.js';
-import { vaultService } from './vault.service.js';
+import type { VaultService } from './vault.service.js';
 
 const tags = ['vault'];
 
 /** `/projects/{project_id}/vault…`: key epoch, grants of the project key, snapshot and re-key. */
-export async function vaultRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function vaultRoutes(
+  app: FastifyInstance,
+  { vault: service, rekeyBodyLimitBytes }: { vault: VaultService; rekeyBodyLimitBytes: number },
+): Promise<void> {
   await ready(); // fingerprints and signature checks use libsodium
-  const service = vaultService(ctx);
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.get(
@@ -80,7 +81,7 @@ export async function vaultRoutes(app: FastifyInstance, ctx: AppContext): Promis
   r.post(
     '/projects/:project_id/vault/re-key',
     {
-      bodyLimit: ctx.config.rekeyBodyLimitBytes,
+      bodyLimit: rekeyBodyLimitBytes,
       schema: {
         tags,
         summary: 'Commit a re-key of the vault, atomically',

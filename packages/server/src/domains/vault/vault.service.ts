@@ -1,5 +1,5 @@
 import { fingerprint } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
+import type { Infra } from '../../infra.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
@@ -13,7 +13,7 @@ import { grantRow, grantView, invalidSignatures, signatureFailures, staleEpoch }
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';
 
-export type VaultDeps = Pick<AppContext, 'db' | 'clock' | 'listingCache'>;
+export type VaultDeps = Pick<Infra, 'db' | 'clock' | 'listingCache'>;
 
 export interface MemberGrantInput {
   recipient_id: string;

@@ -1,0 +1,120 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Db } from './db/database.js';
+import type { CredentialResolver } from './http/principal.js';
+import type { Infra } from './infra.js';
+import { AuditBuffer } from './domains/audit/audit.js';
+import { auditService } from './domains/audit/audit.service.js';
+import { environmentsService } from './domains/environments/environments.service.js';
+import {
+  CredentialCache,
+  credentialResolver,
+  shareCredentialInvalidation,
+} from './domains/identity/credentials.js';
+import { identityService } from './domains/identity/identity.service.js';
+import { invitationsService } from './domains/invitations/invitations.service.js';
+import { keyTrustService } from './domains/key-trust/key-trust.service.js';
+import { OutboxWorker } from './domains/mail/outbox-worker.js';
+import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
+import { membersService } from './domains/members/members.service.js';
+import { projectsService } from './domains/projects/projects.service.js';
+import { ListingCache } from './domains/secrets/listing-cache.js';
+import { secretsService } from './domains/secrets/secrets.service.js';
+import { tokensService } from './domains/tokens/tokens.service.js';
+import { vaultService } from './domains/vault/vault.service.js';
+
+/** What the app is built from: configuration and connections, nothing of a domain. */
+export interface Infrastructure {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  /** Shares listing and credential invalidations across instances when set. */
+  redis?: Redis | null;
+  /** Serialized environment listings; built here (on `redis` when set) when omitted. */
+  listingCache?: ListingCache;
+  /** How credentials become principals; the identity domain's resolver when omitted. */
+  resolver?: CredentialResolver;
+}
+
+/**
+ * The composition root: every service, buffer, worker and cache of one app,
+ * built once from the infrastructure. Route plugins receive the services they
+ * call (`Services`); nothing else constructs a service.
+ */
+export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) {
+  const { config, db, clock, redis } = infrastructure;
+  const listingCache =
+    infrastructure.listingCache ??
+    new ListingCache({
+      ...(redis ? { redis, channel: `${config.redisKeyPrefix}listings` } : {}),
+      onError: (err) => log.warn({ err }, 'listing cache: Redis invalidation failed'),
+    });
+  const infra: Infra = { config, db, clock, listingCache };
+
+  // State of the app (never of a module): resolved credentials, the outbox
+  // worker, read audits waiting to be written, the invitation expiry sweep.
+  const credentials = new CredentialCache();
+  // With Redis, a revoked session, API key or CI token ends on every instance at once.
+  const credentialSharing = redis
+    ? shareCredentialInvalidation(
+        credentials,
+        redis,
+        `${config.redisKeyPrefix}credentials`,
+        (err) => log.warn({ err }, 'credential cache: Redis invalidation failed'),
+      )
+    : null;
+  const resolver = infrastructure.resolver ?? credentialResolver(db.kysely, credentials);
+  const outbox = new OutboxWorker({ db, clock, config, log });
+  const readAudit = new AuditBuffer(db.kysely, {
+    onError: (err, dropped) => log.error({ err, dropped }, 'writing read audit events failed'),
+  });
+  const invitationSweep = invitationExpirySweep(infra, log);
+
+  const members = membersService({
+    db,
+    clock,
+    config,
+    credentials,
+    wakeOutbox: () => outbox.wake(),
+  });
+  const services = {
+    identity: identityService({ config, db, clock, credentials }),
+    projects: projectsService(infra),
+    members,
+    invitations: invitationsService(infra),
+    environments: environmentsService(infra),
+    secrets: secretsService({ ...infra, readAudit }),
+    audit: auditService(infra),
+    vault: vaultService(infra),
+    tokens: tokensService({ db, clock, credentials }),
+    keyTrust: keyTrustService(infra),
+  };
+
+  return {
+    infra,
+    services,
+    credentials,
+    resolver,
+    outbox,
+    readAudit,
+    /** Starts the background work (when the app is ready). */
+    start(): void {
+      outbox.start();
+      invitationSweep.start();
+    },
+    /** Stops it and flushes what waits in memory (when the app closes). */
+    async close(): Promise<void> {
+      invitationSweep.stop();
+      await outbox.stop();
+      await readAudit.close();
+      listingCache.close();
+      await credentialSharing?.close();
+    },
+  };
+}
+
+export type Composition = ReturnType<typeof compose>;
+/** Every service, by name: what route plugins pick theirs from. */
+export type Services = Composition['services'];
