@@ -19,6 +19,7 @@ import { keyTrustService } from './domains/key-trust/key-trust.service.js';
 import { OutboxWorker } from './domains/mail/outbox-worker.js';
 import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
 import { membersService } from './domains/members/members.service.js';
+import { membershipChainService } from './domains/membership-chain/membership-chain.service.js';
 import { projectsService } from './domains/projects/projects.service.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
 import { secretsService } from './domains/secrets/secrets.service.js';
@@ -90,6 +91,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     vault: vaultService(infra),
     tokens: tokensService({ db, clock, credentials }),
     keyTrust: keyTrustService(infra),
+    membershipChain: membershipChainService(infra),
   };
 
   return {

@@ -94,4 +94,3 @@ export type EnvironmentForWrite = EnvironmentWithMembership & { vault_epoch: num
 export const findEnvironmentForWrite = environmentQuery((query) =>
   query.innerJoin('projects as p', 'p.id', 'e.project_id').select('p.vault_epoch'),
 );
-

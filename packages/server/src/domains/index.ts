@@ -10,6 +10,7 @@ import { identityRoutes } from './identity/identity.routes.js';
 import { vaultRoutes } from './vault/vault.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { keyTrustRoutes } from './key-trust/key-trust.routes.js';
+import { membershipChainRoutes } from './membership-chain/membership-chain.routes.js';
 
 /** What a `/v1` route plugin is given: the services (and limits) it may call. */
 export type V1Deps = Services & { rekeyBodyLimitBytes: number };
@@ -28,4 +29,5 @@ export const V1_DOMAINS: DomainRoutes[] = [
   vaultRoutes,
   tokensRoutes,
   keyTrustRoutes,
+  membershipChainRoutes,
 ];

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ready, type MembershipStatement } from '@coffer/sdk';
-import type { AppContext } from '../../app.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { ProjectIdParams } from '../../http/params.js';
@@ -10,13 +9,15 @@ import {
   AppendStatementsResponse,
   MembershipChainResponse,
 } from './membership-chain.schemas.js';
-import { membershipChainService } from './membership-chain.service.js';
+import type { membershipChainService } from './membership-chain.service.js';
 
 /** The signed membership chain of a project: read by every member and token, appended by admins. */
-export async function membershipChainRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function membershipChainRoutes(
+  app: FastifyInstance,
+  { membershipChain: service }: { membershipChain: ReturnType<typeof membershipChainService> },
+): Promise<void> {
   await ready(); // signature checks use libsodium
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const service = membershipChainService(ctx);
 
   r.get(
     '/projects/:project_id/membership-chain',
