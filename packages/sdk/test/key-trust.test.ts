@@ -98,7 +98,7 @@ for (const dialect of DIALECTS) {
       assert.match(
         introductionLink,
         new RegExp(
-          `^https://coffer\\.example\\.test/invite\\?member=${invited.id}#k=[A-Za-z0-9_-]{43}$`,
+          `^https://coffer\\.example\\.test/invite\\?member=${invited.id}#k=[A-Za-z0-9_-]{43}&r=[A-Za-z0-9_-]{43}$`,
         ),
       );
       assert.equal(parseIntroductionLink(introductionLink).memberId, invited.id);

@@ -22,6 +22,7 @@ import {
   isVaultError,
   nextMembershipStatement,
   openVault,
+  parseIntroductionLink,
   ready,
   rekey,
   removeMemberSigned,
@@ -551,6 +552,8 @@ for (const dialect of DIALECTS) {
         { token, pins },
       );
       assert.equal(accepted.projectFingerprint, adminVault.projectFingerprint);
+      assert.equal(accepted.projectVerified, true, 'the link named the root');
+      assert.equal(parseIntroductionLink(introductionLink).root, adminVault.chain?.root);
       assert.equal(pins.project(projectId)?.root, adminVault.chain?.root);
       const reloaded = await pinsOf(dev, pins.version);
       assert.equal(
@@ -558,6 +561,57 @@ for (const dialect of DIALECTS) {
         adminVault.chain?.root,
         'saved with the pins',
       );
+    });
+
+    it('an invitee shown another chain than the introduction link names refuses it', async () => {
+      const admin = await newUser(server);
+      const dev = await newUser(server);
+      const attacker = await newUser(server);
+      const projectId = (await createProjectWithVault(admin.client, admin.keys, { name: 'Swap' }))
+        .id;
+      const adminVault = await openVault(admin.client, projectId, admin.keys);
+      const { member, introductionLink } = await inviteWithIntroduction(
+        adminVault,
+        dev.email,
+        'developer',
+      );
+      // The server shows the invitee a chain rooted in its own user.
+      const fake = nextMembershipStatement(null, {
+        projectId,
+        kind: 'root',
+        subject: {
+          user_id: attacker.id,
+          public_key: toBase64url(attacker.keys.encryption.publicKey),
+          signing_public_key: toBase64url(attacker.keys.signing.publicKey),
+        },
+        role: 'admin',
+        signerId: attacker.id,
+        signingSecretKey: attacker.keys.signing.secretKey,
+        at: new Date().toISOString(),
+      });
+      await db().deleteFrom('membership_statements').where('project_id', '=', projectId).execute();
+      await db()
+        .insertInto('membership_statements')
+        .values({
+          project_id: projectId,
+          seq: 0,
+          statement: JSON.stringify(fake),
+          created_at: fake.at,
+        })
+        .execute();
+      const token = await eventually(
+        async () => invitationTokenIn(await dev.mailbox(), member.id),
+        'the invitation e-mail',
+      );
+      const pins = await pinsOf(dev);
+      await refuses(
+        acceptWithIntroduction(dev.client, { userId: dev.id, keys: dev.keys }, introductionLink, {
+          token,
+          pins,
+        }),
+        'chain_changed',
+      );
+      assert.equal(pins.project(projectId), undefined, 'the forged root is not pinned');
     });
   });
 }

@@ -91,9 +91,12 @@ export async function inviteWithIntroduction(
       }
     }
     const base = (options.publicUrl ?? session.client.baseUrl).replace(/\/+$/, '');
+    // The chain's root rides in the fragment too: the invitee's client then
+    // knows the project's identity from the inviter, not from the server.
+    const root = session.chain ? `&r=${session.chain.root}` : '';
     return {
       member,
-      introductionLink: `${base}/invite?member=${encodeURIComponent(member.id)}#k=${toBase64url(secret)}`,
+      introductionLink: `${base}/invite?member=${encodeURIComponent(member.id)}#k=${toBase64url(secret)}${root}`,
     };
   } finally {
     sodium().memzero(secret);
@@ -101,10 +104,16 @@ export async function inviteWithIntroduction(
 }
 
 /**
- * Reads an introduction link (`…/invite?member=mbr_…#k=…`, or just
- * `mbr_…#k=…`). Throws `TypeError` when it is not one.
+ * Reads an introduction link (`…/invite?member=mbr_…#k=…[&r=…]`, or just
+ * `mbr_…#k=…`). `root`: the project's membership chain root as the inviter's
+ * client saw it (null in links from projects without a chain). Throws
+ * `TypeError` when it is not one.
  */
-export function parseIntroductionLink(link: string): { memberId: string; secret: Uint8Array } {
+export function parseIntroductionLink(link: string): {
+  memberId: string;
+  secret: Uint8Array;
+  root: string | null;
+} {
   const text = link.trim();
   const hash = text.indexOf('#');
   const fragment = new URLSearchParams(hash >= 0 ? text.slice(hash + 1) : '');
@@ -123,8 +132,12 @@ export function parseIntroductionLink(link: string): { memberId: string; secret:
   if (!KEY_32_PATTERN.test(k)) {
     throw new TypeError('The introduction link is damaged (its #k= part is not 32 bytes)');
   }
+  const root = fragment.get('r');
+  if (root !== null && !KEY_32_PATTERN.test(root)) {
+    throw new TypeError('The introduction link is damaged (its &r= part is not 32 bytes)');
+  }
   const binary = atob(k.replace(/-/g, '+').replace(/_/g, '/') + '=');
-  return { memberId, secret: Uint8Array.from(binary, (c) => c.charCodeAt(0)) };
+  return { memberId, secret: Uint8Array.from(binary, (c) => c.charCodeAt(0)), root };
 }
 
 export interface AcceptedWithIntroduction {
@@ -137,6 +150,11 @@ export interface AcceptedWithIntroduction {
    * project has no chain.
    */
   projectFingerprint: string | null;
+  /**
+   * Whether the link named that root (links made for chained projects do):
+   * the project's identity then came from the inviter, not from the server.
+   */
+  projectVerified: boolean;
 }
 
 /**
@@ -155,7 +173,7 @@ export async function acceptWithIntroduction(
   options: { token?: string; pins?: KeyPins } = {},
 ): Promise<AcceptedWithIntroduction> {
   await ready();
-  const { memberId, secret } = parseIntroductionLink(link);
+  const { memberId, secret, root } = parseIntroductionLink(link);
   try {
     const invitation = await findInvitation(client, memberId);
     const projectId = invitation.project.id;
@@ -196,9 +214,15 @@ export async function acceptWithIntroduction(
     });
     const member = await acceptInvitation(client, memberId, options.token, proof);
     // A member now: the chain is readable. Its root is pinned at join.
-    const chain = await loadMembershipChain(client, projectId, { pins: options.pins });
+    // chain_changed when the server shows another chain than the link names.
+    const chain = await loadMembershipChain(client, projectId, { pins: options.pins, root });
     await options.pins?.save();
-    return { member, inviterVerified, projectFingerprint: chain?.fingerprint ?? null };
+    return {
+      member,
+      inviterVerified,
+      projectFingerprint: chain?.fingerprint ?? null,
+      projectVerified: root !== null && chain !== null,
+    };
   } finally {
     sodium().memzero(secret);
   }
