@@ -27,6 +27,9 @@ export default defineConfig({
     // libsodium (with its WebAssembly inline) is one ~530 kB chunk, loaded at sign-in.
     chunkSizeWarningLimit: 600,
     rolldownOptions: {
+      // Everything the first visit loads before sign-in in one chunk: split by which lazy
+      // pages share them, its modules made a dozen small files that compress worse apart.
+      output: { codeSplitting: { groups: [{ name: 'app', tags: ['$initial'] }] } },
       onwarn(warning, warn) {
         // React Query and React Router mark modules "use client" for server components; moot here.
         if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;

@@ -3,15 +3,14 @@ import { createBrowserRouter, Navigate } from 'react-router';
 import { AppShell, RequireSession } from './pages/Shell';
 import { SignInPage } from './pages/SignIn';
 import { SignUpPage } from './pages/SignUp';
-import { InvitePage } from './pages/Invite';
-import { InvitationsPage } from './pages/Invitations';
 import { ProjectsPage } from './pages/Projects';
 import { ProjectLayout } from './pages/ProjectLayout';
 import { EnvironmentsPage } from './pages/Environments';
 import { SecretsPage } from './secrets/SecretsPage';
 
-// The administration pages load when first opened: the first visit (sign-in,
-// grid) carries only what everyone needs.
+// The administration pages, and the invitations (opened once per project
+// joined), load when first opened: the first visit (sign-in, grid) carries only
+// what everyone needs.
 const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
   lazy: async () => ({ Component: pick(await load()) }),
 });
@@ -20,7 +19,13 @@ import { NotFoundPage } from './pages/NotFound';
 export const router = createBrowserRouter([
   { path: '/signin', element: <SignInPage /> },
   { path: '/signup', element: <SignUpPage /> },
-  { path: '/invite', element: <InvitePage /> },
+  {
+    path: '/invite',
+    ...page(
+      () => import('./pages/Invite'),
+      (m) => m.InvitePage,
+    ),
+  },
   {
     path: '/recover',
     ...page(
@@ -36,7 +41,13 @@ export const router = createBrowserRouter([
         children: [
           { index: true, element: <Navigate to="/projects" replace /> },
           { path: '/projects', element: <ProjectsPage /> },
-          { path: '/invitations', element: <InvitationsPage /> },
+          {
+            path: '/invitations',
+            ...page(
+              () => import('./pages/Invitations'),
+              (m) => m.InvitationsPage,
+            ),
+          },
           {
             path: '/account',
             ...page(
