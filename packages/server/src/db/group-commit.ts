@@ -1,5 +1,5 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database } from './schema.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { inSharedProjectTransaction, lockProject } from '../../src/db/database.js';
 import { DIALECTS, POSTGRES_URL } from '../support/db.js';
-import { revisionBumpStatement } from '../../src/domains/secrets/secrets.repo.js';
+import { revisionBumpStatement } from '../../src/db/environment-write.js';
 import { serviceMissing } from '../foundation/server-process.js';
 import {
   addMember,

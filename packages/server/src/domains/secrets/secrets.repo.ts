@@ -8,7 +8,6 @@ import type {
 } from '../../db/schema.js';
 import { preparedWrite } from '../../db/prepared-query.js';
 import { auditChainStatement, chainAuditRows, storeChainHeads } from '../audit/chain.js';
-import { idLiteral } from '../../ids.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import type { SecretSort, VersionSort } from './secrets.schemas.js';
 import {
@@ -312,13 +311,6 @@ const versionsStatement = preparedWrite((db, _variant, rows: readonly SecretVers
 const auditStatement = preparedWrite((db, _variant, rows: readonly Insertable<AuditEventTable>[]) =>
   db.insertInto('audit_events').values([...rows]),
 );
-const revisionStatement = preparedWrite((db, _variant, environment: { id: string }) =>
-  db
-    .updateTable('environments')
-    .set((eb) => ({ revision: eb('revision', '+', 1) }))
-    .where('id', '=', environment.id),
-);
-
 /**
  * What every secret write stores besides the secret rows its change already
  * wrote: the secret row it left to here (`secret`), its versions and its audit
@@ -326,8 +318,7 @@ const revisionStatement = preparedWrite((db, _variant, environment: { id: string
  * keys are checked at its end, so a new secret's first version may reference
  * it) instead of up to three round trips; batches of more than `CHUNK` rows
  * are written a chunk at a time. The environment's revision is bumped after
- * it, by `bumpRevision` or, on PostgreSQL, with the commit
- * (`revisionBumpStatement`).
+ * it, by the write runner (`db/environment-write.ts`).
  *
  * The audit events take their places in the project's hash chain: on SQLite
  * here (one writer at a time anyway); on PostgreSQL with the commit, through
@@ -366,20 +357,6 @@ export async function appendChange(
  * Bumps the environment's revision (which the listing cache keys on). Its row
  * lock serialises the environment's writers until they commit, so it comes last.
  */
-export async function bumpRevision(db: Kysely<Database>, environmentId: string): Promise<void> {
-  await revisionStatement(db, '', { id: environmentId });
-}
-
-/**
- * `bumpRevision` as a parameterless statement, for PostgreSQL to send with the
- * commit (see `inSharedProjectTransaction`): the environment's writers queue
- * on its row only while PostgreSQL commits. The id is written into the SQL, so
- * only a well-formed one is accepted.
- */
-export function revisionBumpStatement(environmentId: string): string {
-  return `update environments set revision = revision + 1 where id = ${idLiteral('environment', environmentId)}`;
-}
-
 /** Deletes secrets; their versions go with them (foreign-key cascade). */
 export async function deleteSecrets(db: Kysely<Database>, ids: readonly string[]): Promise<void> {
   await inChunks(ids, (chunk) => db.deleteFrom('secrets').where('id', 'in', chunk).execute());

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { matchesIfNoneMatch } from '../../http/etag.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
@@ -55,16 +56,18 @@ export async function secretsRoutes(
       },
     },
     async (request, reply) => {
-      const { listing, notModified } = await service.list(
+      const { listing, countRead } = await service.list(
         actorOf(request),
         request.params.project_id,
         request.params.env,
         request.query,
-        request.headers['if-none-match'],
         (payload) => String(reply.serialize(payload)),
       );
       reply.header('etag', listing.etag);
-      if (notModified) return (reply as FastifyReply).code(304).send(); // no body, no Content-Length
+      if (matchesIfNoneMatch(request.headers['if-none-match'], listing.etag)) {
+        return (reply as FastifyReply).code(304).send(); // no body, no Content-Length
+      }
+      countRead(); // a 304 sends no value: only full listings count as reads
       // Already serialized through this route's response schema when it was cached.
       return (reply as FastifyReply).type(JSON_TYPE).send(listing.body);
     },

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
-import { inSharedProjectTransaction } from '../../db/database.js';
+import { environmentWriter } from '../../db/environment-write.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation } from '../../errors.js';
 import { paginationOf, type ListParams } from '../../http/pagination.js';
@@ -14,7 +14,6 @@ import {
   resolveEnvironmentWith,
   type EnvironmentContext,
 } from '../../access/environment-access.js';
-import { GroupCommit } from './group-commit.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
 import {
@@ -75,18 +74,12 @@ function checkExpectedVersion(field: string, expected: number | undefined, curre
   ]);
 }
 
-/** Weak comparison, as RFC 9110 prescribes for If-None-Match. */
-export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
-}
-
 const isToken = (context: EnvironmentContext) => context.access.principal.kind !== 'session';
 
 export interface ListingResult {
   listing: CachedListing;
-  notModified: boolean;
+  /** Audits the listing as a read (tokens only): call it when its body is sent, not for a 304. */
+  countRead(): void;
 }
 
 export interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache'> {
@@ -118,50 +111,10 @@ interface WriteTarget {
   existing: repo.SecretRow | undefined;
 }
 
-/** Runs of one write transaction that lost a race (see `write`) before its error is the answer. */
-const MAX_WRITE_ATTEMPTS = 3;
-
-/**
- * PostgreSQL's unique violation (two writers created the same secret name at
- * once: the second one runs again and finds the row) and deadlock (two batches
- * inserting new names in a different order).
- */
-function isWriteRace(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || code === '40P01';
-}
-
 export function secretsService(ctx: SecretsServiceDeps) {
   const db = ctx.db.kysely;
   const cache = ctx.listingCache;
-  // SQLite: concurrent writes share one commit (one fsync). PostgreSQL commits
-  // concurrent transactions on separate connections and groups their WAL flushes
-  // itself; there each write holds its project's lock shared.
-  const groupCommit = ctx.db.dialect === 'sqlite' ? new GroupCommit(db) : null;
-  /**
-   * Runs a write and bumps the revision of the environment it wrote, last (its
-   * row lock serialises the environment's writers until commit): on SQLite
-   * inside the group's transaction, on PostgreSQL in the commit's round trip.
-   */
-  const transact = <T extends { environmentId: string; auditChain: string }>(
-    projectId: string,
-    work: (trx: Kysely<Database>) => Promise<T>,
-  ): Promise<T> =>
-    groupCommit
-      ? groupCommit.run(async (trx) => {
-          const done = await work(trx);
-          await repo.bumpRevision(trx, done.environmentId);
-          return done;
-        })
-      : inSharedProjectTransaction(db, projectId, work, (done) =>
-          // The audit chain's head after the revision: a project's writers
-          // queue on it, so it is taken last (see `appendChange`).
-          [repo.revisionBumpStatement(done.environmentId), done.auditChain]
-            .filter(Boolean)
-            .join('; '),
-        );
-  // PostgreSQL writers run concurrently, so they lock the secret rows they change.
-  const lockRows = ctx.db.dialect === 'postgres';
+  const writer = environmentWriter(ctx.db);
 
   /**
    * Audits a read of values by an API key or CI token (names only), off the
@@ -180,19 +133,11 @@ export function secretsService(ctx: SecretsServiceDeps) {
   }
 
   /**
-   * The write transaction every secret change shares: takes the project's lock
-   * shared (no re-key, role change or environment delete can interleave, but
-   * writers of one project run side by side on PostgreSQL), then reads the
-   * environment, the caller's membership, the key epoch and, for a change of
-   * one secret, that secret (`name`; its row locked on PostgreSQL) in one query
-   * on that committed state and requires write access, runs the change, and
-   * writes the secret row it left for the end (a PUT, a rollback), its versions and
-   * audit events; `transact` bumps the environment's revision LAST, so that row
-   * lock (which serialises the environment's writers) is held only until the
-   * commit. Cached listings are dropped after commit.
-   * On PostgreSQL, changes lock the secret rows they read; two
-   * writers creating the same name at once, or a rare deadlock between
-   * batches, are settled by running the loser again on the committed state.
+   * Every secret change: in the environment write runner (`db/environment-write.ts`),
+   * resolve the environment, the caller's access, the key epoch and the named
+   * secret on the committed state; require write access; run the change; store its
+   * secret row, versions and audit events. Cached listings go after commit.
+   * ARCHITECTURE.md ("Locking") says why it is shaped so.
    */
   async function write<T>(
     actor: Actor,
@@ -203,40 +148,34 @@ export function secretsService(ctx: SecretsServiceDeps) {
   ): Promise<T> {
     callerIn(actor.principal, projectId); // strangers never take the project's lock
     if (!isId('project', projectId)) throw notFound('Project');
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const { environmentId, result } = await transact(projectId, async (trx) => {
-          const { context, row } = await resolveEnvironmentWith(
-            trx,
-            actor.principal,
-            projectId,
-            (userId) => repo.findWriteTarget(trx, ctx.db.dialect, projectId, ref, userId, name),
-          );
-          requireWriter(context);
-          const now = ctx.clock.now();
-          const { result, secret, versions, audit } = await change(trx, {
-            context,
-            epoch: Number(row.vault_epoch),
-            now,
-            existing: row.secret,
-          });
-          const auditChain = await repo.appendChange(trx, ctx.db.dialect, {
-            secret,
-            versions,
-            audit: auditRows(
-              actor,
-              audit.map((entry) => ({ projectId, targetType: 'secret', ...entry })),
-              now,
-            ),
-          });
-          return { environmentId: context.environment.id, result, auditChain };
-        });
-        cache.invalidateEnvironments([environmentId]);
-        return result;
-      } catch (err) {
-        if (attempt >= MAX_WRITE_ATTEMPTS || !isWriteRace(err)) throw err;
-      }
-    }
+    const { environmentId, result } = await writer.runEnvironmentWrite(projectId, async (trx) => {
+      const { context, row } = await resolveEnvironmentWith(
+        trx,
+        actor.principal,
+        projectId,
+        (userId) => repo.findWriteTarget(trx, ctx.db.dialect, projectId, ref, userId, name),
+      );
+      requireWriter(context);
+      const now = ctx.clock.now();
+      const { result, secret, versions, audit } = await change(trx, {
+        context,
+        epoch: Number(row.vault_epoch),
+        now,
+        existing: row.secret,
+      });
+      const auditChain = await repo.appendChange(trx, ctx.db.dialect, {
+        secret,
+        versions,
+        audit: auditRows(
+          actor,
+          audit.map((entry) => ({ projectId, targetType: 'secret', ...entry })),
+          now,
+        ),
+      });
+      return { environmentId: context.environment.id, result, auditChain };
+    });
+    cache.invalidateEnvironments([environmentId]);
+    return result;
   }
 
   async function existingSecret(handle: Kysely<Database>, environmentId: string, name: string) {
@@ -256,7 +195,6 @@ export function secretsService(ctx: SecretsServiceDeps) {
       projectId: string,
       ref: string,
       params: ListParams<SecretSort>,
-      ifNoneMatch: string | undefined,
       serialize: (payload: unknown) => string,
     ): Promise<ListingResult> {
       const context = await resolveEnvironment(db, actor.principal, projectId, ref);
@@ -281,9 +219,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
         listing = { body, etag: etagOf(body), names: rows.map((row) => row.name) };
         cache.set(key, projectId, environment.id, listing);
       }
-      const notModified = matchesIfNoneMatch(ifNoneMatch, listing.etag);
-      // A 304 sends no value, so only full listings count as reads.
-      if (!notModified) {
+      const read = listing;
+      const countRead = () =>
         auditTokenRead(
           actor,
           context,
@@ -291,12 +228,11 @@ export function secretsService(ctx: SecretsServiceDeps) {
             action: 'secrets.listed',
             targetType: 'environment',
             targetId: environment.id,
-            data: { names: listing.names, page: params.page },
+            data: { names: read.names, page: params.page },
           },
-          listing.etag,
+          read.etag,
         );
-      }
-      return { listing, notModified };
+      return { listing, countRead };
     },
 
     async get(actor: Actor, projectId: string, ref: string, name: string): Promise<SecretObject> {
@@ -514,10 +450,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
           if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
         });
         const existing = new Map(
-          (await repo.findSecretsByName(trx, environmentId, [...seen], lockRows)).map((r) => [
-            r.name,
-            r,
-          ]),
+          (await repo.findSecretsByName(trx, environmentId, [...seen], writer.lockRows)).map(
+            (r) => [r.name, r],
+          ),
         );
         items.forEach((item, i) =>
           checkExpectedVersion(
