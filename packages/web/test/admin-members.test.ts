@@ -140,6 +140,13 @@ test('invite by e-mail, sign up from the link, compare fingerprints, grant, read
     const card = b.getByRole('listitem').filter({ hasText: 'Payments' });
     await expect(card).toContainText(`${admin.name} (${admin.email}) invited you as developer`);
     await card.getByRole('button', { name: 'Accept' }).click();
+    // Accepted: the project's fingerprint (its chain's root, pinned now), to compare with the inviter.
+    const joined = b.getByRole('status').filter({ hasText: 'You joined Payments' });
+    await expect(joined.getByLabel('Project fingerprint')).toHaveText(
+      /^[0-9A-F]{8}( [0-9A-F]{8}){4}$/,
+    );
+    await expect(joined).toContainText(`compare it with ${admin.name}`);
+    await joined.getByRole('link', { name: 'Open Payments' }).click();
     await b.waitForURL(new RegExp(`/projects/${projectId}$`));
 
     // Names without values until an admin grants the key; the fingerprint to read out.

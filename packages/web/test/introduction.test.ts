@@ -64,7 +64,8 @@ async function inviteInBrowser(
   const link = form.getByLabel('Introduction link');
   await expect(link).toBeVisible();
   const value = await link.inputValue();
-  assert.match(value, /\/invite\?member=mbr_[0-9A-Za-z]+#k=[A-Za-z0-9_-]{43}$/);
+  // The secret, then the project's chain root (its identity, from the inviter rather than the server).
+  assert.match(value, /\/invite\?member=mbr_[0-9A-Za-z]+#k=[A-Za-z0-9_-]{43}&r=[A-Za-z0-9_-]{43}$/);
   return value;
 }
 
@@ -82,6 +83,13 @@ async function acceptInBrowser(invitee: Seeded, link: string): Promise<void> {
   await signIn(page, invitee);
   await expect(page.getByText('introduction link').first()).toBeVisible();
   await page.getByRole('button', { name: 'Accept' }).click();
+  // The link named the project's root: the fingerprint shown is the inviter's, not the server's word.
+  const joined = page.getByRole('status').filter({ hasText: 'You joined' });
+  await expect(joined.getByLabel('Project fingerprint')).toHaveText(
+    /^[0-9A-F]{8}( [0-9A-F]{8}){4}$/,
+  );
+  await expect(joined).toContainText('It matches the one in');
+  await joined.getByRole('link', { name: /^Open / }).click();
   await expect(page.getByText('Waiting for the project key')).toBeVisible();
   await visitor.check();
 }

@@ -203,6 +203,7 @@ test('invitation: e-mail link, sign-up with the token, accept, wait for the key,
     await expect(card).toContainText('developer');
     await mainPage(page, 'invitation');
     await card.getByRole('button', { name: 'Accept' }).click();
+    await page.getByRole('link', { name: 'Open Payments' }).click();
     await page.waitForURL(new RegExp(`/projects/${projectId}$`));
 
     // Names, but no values until an admin grants the key.

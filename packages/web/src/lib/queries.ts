@@ -1,10 +1,12 @@
 import { getProject, getVault, allEnvironments, type Environment, type Project } from '@coffer/sdk';
 import { useQuery } from '@tanstack/react-query';
 import { client } from './client';
+import { keyring } from './keyring';
 
 export const projectKey = (projectId: string) => ['project', projectId] as const;
 export const environmentsKey = (projectId: string) => ['environments', projectId] as const;
 export const vaultKey = (projectId: string) => ['vault', projectId] as const;
+export const chainKey = (projectId: string) => ['chain', projectId] as const;
 
 export const useProject = (projectId: string) =>
   useQuery<Project>({
@@ -39,4 +41,19 @@ export const useVaultStatus = (projectId: string) =>
     queryKey: vaultKey(projectId),
     queryFn: () => getVault(client, projectId),
     staleTime: 0,
+  });
+
+/**
+ * The project's signed membership chain as the caller's vault session verified
+ * it (against their pins): its fingerprint, or `unchained` for a project from
+ * before chains. A refusal (`chain_invalid`, `chain_changed`…) is the error.
+ */
+export const useChain = (projectId: string, enabled = true) =>
+  useQuery({
+    queryKey: chainKey(projectId),
+    queryFn: async () => {
+      const vault = await keyring.vault(projectId);
+      return { chain: vault.chain, unchained: vault.unchained };
+    },
+    enabled,
   });

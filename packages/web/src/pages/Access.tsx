@@ -1,14 +1,30 @@
-import { grantMember, isVaultError, vouchFor, type PendingGrant } from '@coffer/sdk';
+import {
+  checkMembershipChain,
+  getMembershipChain,
+  grantMember,
+  isVaultError,
+  vouchFor,
+  type MembershipStatement,
+  type PendingGrant,
+} from '@coffer/sdk';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useId, useState } from 'react';
+import { lazy, Suspense, useId, useState } from 'react';
+import { client } from '../lib/client';
+import { formatDate } from '../lib/format';
 import { keyring } from '../lib/keyring';
-import { useVaultStatus, vaultKey } from '../lib/queries';
+import { useMemberDirectory } from '../lib/members';
+import { chainKey, useVaultStatus, vaultKey } from '../lib/queries';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { useProjectContext } from './ProjectLayout';
 import { RekeyDialog } from './Rekey';
 
 const normalize = (fingerprint: string) => fingerprint.replace(/\s+/g, '').toUpperCase();
+
+// Opened rarely (once per project from before chains): loaded when first opened.
+const SignChainDialog = lazy(() =>
+  import('./SignChain').then((m) => ({ default: m.SignChainDialog })),
+);
 
 /** Vault access (admins): its epoch, the re-key, and members waiting for the project key. */
 export function AccessPage() {
@@ -24,6 +40,7 @@ export function AccessPage() {
 
   return (
     <section className="page stack">
+      <MembershipChain projectId={project.id} isAdmin={project.role === 'admin'} />
       <h2>Vault access</h2>
       <div className="card stack">
         <p>
@@ -109,6 +126,132 @@ export function AccessPage() {
 }
 
 /**
+ * The project's signed membership chain, verified here against the user's
+ * pins: its fingerprint (the root's hash, the project's identity) and who
+ * signed whom in. A project from before chains offers its admins to sign one.
+ */
+function MembershipChain({ projectId, isAdmin }: { projectId: string; isAdmin: boolean }) {
+  const queryClient = useQueryClient();
+  const [signing, setSigning] = useState(false);
+  const [all, setAll] = useState(false);
+  const directory = useMemberDirectory(projectId);
+  const chain = useQuery({
+    queryKey: [...chainKey(projectId), 'statements'],
+    queryFn: async () => {
+      const vault = await keyring.vault(projectId);
+      const pins = await keyring.pins();
+      const { statements } = await getMembershipChain(client, projectId);
+      const state = checkMembershipChain(statements, projectId, { pins });
+      if (pins.dirty) await pins.save();
+      vault.adoptChain(state);
+      return { statements, state, holdsKey: vault.holdsKeys };
+    },
+    staleTime: 0,
+  });
+  const who = (id: string) => {
+    const member = directory.data?.get(id);
+    return member ? `${member.user.name} (${member.user.email})` : `a former member (${id})`;
+  };
+
+  if (chain.isPending) return <p className="muted">Verifying the membership chain…</p>;
+  if (chain.isError) return <ErrorNote error={chain.error} onRetry={() => void chain.refetch()} />;
+  const { statements, state, holdsKey } = chain.data;
+  const shown = all ? statements : statements.slice(-10);
+
+  return (
+    <>
+      <h2>Project fingerprint</h2>
+      {state ? (
+        <div className="card stack">
+          <output className="mono fingerprint-big" aria-label="Project fingerprint">
+            {state.fingerprint}
+          </output>
+          <p className="small">
+            The hash of the project's first signed membership statement. Every member's browser
+            remembered it when they joined and refuses the project if the server ever shows another
+            one, so the server cannot change it. It is the same for everyone: compare it with other
+            members if you wish.
+          </p>
+          <h3>Signed membership</h3>
+          <ol
+            className="small stack"
+            aria-label="Signed membership statements"
+            start={statements.length - shown.length + 1}
+          >
+            {shown.map((s) => (
+              <li key={s.seq}>
+                {describeStatement(s, who)} · <time dateTime={s.at}>{formatDate(s.at)}</time>
+              </li>
+            ))}
+          </ol>
+          {shown.length < statements.length ? (
+            <div>
+              <button type="button" onClick={() => setAll(true)}>
+                Show all {statements.length} statements
+              </button>
+            </div>
+          ) : null}
+        </div>
+      ) : (
+        <div className="card stack">
+          <p>
+            This project has <strong>no signed membership chain yet</strong> (it was created before
+            them): browsers accept its key grants with a warning, trusting the server about who is
+            an admin.
+          </p>
+          {!isAdmin ? (
+            <p className="muted">An admin of the project signs it from this page.</p>
+          ) : holdsKey ? (
+            <>
+              <p>
+                Signing it lists who holds the project key now, with their key fingerprints, for you
+                to check; your browser then signs them in. From then on every member's browser
+                accepts only what admins of the chain signed.
+              </p>
+              <div>
+                <button type="button" className="primary" onClick={() => setSigning(true)}>
+                  Sign membership
+                </button>
+              </div>
+            </>
+          ) : (
+            <p className="muted">
+              Only an admin who holds the project key can sign it: you are waiting for the key.
+            </p>
+          )}
+        </div>
+      )}
+      {signing ? (
+        <Suspense fallback={null}>
+          <SignChainDialog
+            projectId={projectId}
+            onClose={() => setSigning(false)}
+            onSigned={async () => {
+              setSigning(false);
+              await queryClient.invalidateQueries({ queryKey: chainKey(projectId) });
+            }}
+          />
+        </Suspense>
+      ) : null}
+    </>
+  );
+}
+
+function describeStatement(s: MembershipStatement, who: (id: string) => string): string {
+  const signer = who(s.signer_id);
+  switch (s.kind) {
+    case 'root':
+      return `${signer} created the chain, as admin`;
+    case 'add':
+      return `${signer} signed in ${who(s.user_id)} as ${s.role}`;
+    case 'role':
+      return `${signer} made ${who(s.user_id)} ${s.role}`;
+    case 'remove':
+      return `${signer} removed ${who(s.user_id)}`;
+  }
+}
+
+/**
  * Granting seals the project key to the member's public key. The server could
  * show a key of its own instead, so something must vouch for it first: the
  * member's proof over their keys with the introduction link's secret (checked
@@ -160,6 +303,8 @@ function GrantDialog({
       }),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: vaultKey(projectId) });
+      // The member was signed into the chain first.
+      await queryClient.invalidateQueries({ queryKey: chainKey(projectId) });
       onClose();
     },
   });

@@ -4,10 +4,12 @@ import {
   declineInvitation,
   isCofferApiError,
   listInvitations,
+  loadMembershipChain,
   type Invitation,
 } from '@coffer/sdk';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Link, useNavigate } from 'react-router';
+import { useState } from 'react';
+import { Link } from 'react-router';
 import { auth } from '../lib/auth';
 import { client } from '../lib/client';
 import { introduction } from '../lib/introduction';
@@ -15,12 +17,37 @@ import { keyring } from '../lib/keyring';
 import { formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
 
+interface Joined {
+  /** The project's fingerprint (its chain's root); null for a project without a chain yet. */
+  fingerprint: string | null;
+  /** The introduction link named that root: the project's identity came from the inviter. */
+  verified: boolean;
+}
+
+/**
+ * Accepts, then reads the project's membership chain: its root is pinned at
+ * join (this browser refuses the project if the server later shows another
+ * one) and its fingerprint returned, for the invitee to compare with the inviter.
+ */
+async function accept(invitation: Invitation, token: string | undefined): Promise<Joined> {
+  const introduced = await acceptOnly(invitation, token);
+  if (introduced) return introduced;
+  const pins = await keyring.pins();
+  const chain = await loadMembershipChain(client, invitation.project.id, { pins });
+  if (pins.dirty) await pins.save();
+  return { fingerprint: chain?.fingerprint ?? null, verified: false };
+}
+
 /**
  * Accepts with the e-mail link's token when there is one. The token belongs to
  * one invitation; for another one a user whose address is already confirmed
- * needs none, so a refused token is retried without it.
+ * needs none, so a refused token is retried without it. With the introduction
+ * link, the SDK pins the chain too (checked against the root the link names).
  */
-async function accept(invitation: Invitation, token: string | undefined) {
+async function acceptOnly(
+  invitation: Invitation,
+  token: string | undefined,
+): Promise<Joined | undefined> {
   // Opened with its introduction link: prove this browser's keys with the link's secret
   // (and check the inviter's keys against it) while accepting.
   const introduced = introduction.get();
@@ -34,24 +61,24 @@ async function accept(invitation: Invitation, token: string | undefined) {
       { ...(token !== undefined ? { token } : {}), pins: await keyring.pins() },
     );
     introduction.clear();
-    return result.member;
+    return { fingerprint: result.projectFingerprint, verified: result.projectVerified };
   }
-  if (token === undefined) return acceptInvitation(client, invitation.id);
+  if (token === undefined) return void (await acceptInvitation(client, invitation.id));
   try {
-    return await acceptInvitation(client, invitation.id, token);
+    await acceptInvitation(client, invitation.id, token);
   } catch (error) {
     const wrongToken =
       isCofferApiError(error) &&
       error.details.some((d) => d.field === 'token' && d.issue === 'invalid');
     if (!wrongToken) throw error;
-    return acceptInvitation(client, invitation.id);
+    await acceptInvitation(client, invitation.id);
   }
 }
 
 /** The signed-in user's pending invitations, each with accept and decline. */
 export function InvitationList({ token }: { token?: string }) {
   const queryClient = useQueryClient();
-  const navigate = useNavigate();
+  const [joined, setJoined] = useState<Joined & { invitation: Invitation }>();
   const invitations = useQuery({
     queryKey: ['invitations'],
     queryFn: () => listInvitations(client, { per_page: 100 }),
@@ -60,16 +87,15 @@ export function InvitationList({ token }: { token?: string }) {
   });
   const answer = useMutation({
     mutationFn: async (input: { invitation: Invitation; accept: boolean }) => {
-      if (input.accept) await accept(input.invitation, token);
-      else await declineInvitation(client, input.invitation.id);
-      return input;
+      if (!input.accept) return void (await declineInvitation(client, input.invitation.id));
+      setJoined({ invitation: input.invitation, ...(await accept(input.invitation, token)) });
     },
-    onSuccess: async (input) => {
+    onSettled: async () => {
       await queryClient.invalidateQueries({ queryKey: ['invitations'] });
       await queryClient.invalidateQueries({ queryKey: ['projects'] });
-      if (input.accept) navigate(`/projects/${input.invitation.project.id}`);
     },
   });
+  const done = joined ? <JoinedCard {...joined} /> : null;
 
   if (invitations.isPending) return <p className="muted">Loading invitations…</p>;
   if (invitations.isError)
@@ -77,17 +103,20 @@ export function InvitationList({ token }: { token?: string }) {
   const list = invitations.data.data;
   if (list.length === 0) {
     return (
-      <div className="empty">
-        <p>No pending invitations.</p>
-        <p className="muted">
-          When a project admin invites you, it appears here.{' '}
-          <Link to="/projects">Go to your projects</Link>
-        </p>
-      </div>
+      done ?? (
+        <div className="empty">
+          <p>No pending invitations.</p>
+          <p className="muted">
+            When a project admin invites you, it appears here.{' '}
+            <Link to="/projects">Go to your projects</Link>
+          </p>
+        </div>
+      )
     );
   }
   return (
     <div className="stack">
+      {done}
       <ErrorNote error={answer.error} />
       <ul className="cards">
         {list.map((invitation) => (
@@ -129,6 +158,39 @@ export function InvitationList({ token }: { token?: string }) {
           </li>
         ))}
       </ul>
+    </div>
+  );
+}
+
+/** After accepting: the project's fingerprint, to compare with the inviter if they wish. */
+function JoinedCard({ invitation, fingerprint, verified }: Joined & { invitation: Invitation }) {
+  const inviter = invitation.invited_by.name;
+  return (
+    <div className="card stack" role="status">
+      <h2>You joined {invitation.project.name}</h2>
+      {fingerprint ? (
+        <>
+          <p>The project's fingerprint:</p>
+          <output className="mono fingerprint-big" aria-label="Project fingerprint">
+            {fingerprint}
+          </output>
+          <p className="small">
+            Your browser has remembered it and refuses the project if the server ever shows another.{' '}
+            {verified
+              ? `It matches the one in ${inviter}'s introduction link: this is the very project ${inviter} invited you to.`
+              : `You may compare it with ${inviter}, who sees it on the project's Access page: the same fingerprint means you joined the very project ${inviter} invited you to.`}
+          </p>
+        </>
+      ) : (
+        <p className="small muted">
+          This project has no signed membership chain yet, so it has no fingerprint to compare.
+        </p>
+      )}
+      <div>
+        <Link className="button primary" to={`/projects/${invitation.project.id}`}>
+          Open {invitation.project.name}
+        </Link>
+      </div>
     </div>
   );
 }

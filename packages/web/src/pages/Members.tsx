@@ -1,13 +1,17 @@
 import {
+  changeMemberRole,
   inviteMember,
   inviteWithIntroduction,
   isVaultError,
   listMembers,
   removeMember,
+  removeMemberSigned,
   updateMemberRole,
   type MemberListItem,
+  type ChainMember,
   type MemberQuery,
   type Role,
+  type VaultSession,
 } from '@coffer/sdk';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
@@ -18,7 +22,7 @@ import { keyring } from '../lib/keyring';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
 import { membersKey } from '../lib/members';
-import { vaultKey } from '../lib/queries';
+import { chainKey, vaultKey } from '../lib/queries';
 import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
@@ -57,22 +61,46 @@ export function MembersPage() {
   const [removing, setRemoving] = useState<MemberListItem | null>(null);
   const [rekeyAfter, setRekeyAfter] = useState<string | null>(null);
   const [rowError, setRowError] = useState<{ id: string; error: unknown } | null>(null);
+  const [rowSigned, setRowSigned] = useState<{ id: string; signing: Signing } | null>(null);
+  const [removed, setRemoved] = useState<{ name: string; signing: Signing } | null>(null);
 
   const refresh = async () => {
     await queryClient.invalidateQueries({ queryKey: membersKey(project.id) });
     await queryClient.invalidateQueries({ queryKey: vaultKey(project.id) });
+    await queryClient.invalidateQueries({ queryKey: chainKey(project.id) });
   };
   const changeRole = useMutation({
-    mutationFn: (input: { member: MemberListItem; role: Role }) =>
-      updateMemberRole(client, project.id, input.member.id, input.role),
-    onMutate: () => setRowError(null),
+    mutationFn: ({ member, role }: { member: MemberListItem; role: Role }) =>
+      signed(
+        project.id,
+        member.user.id,
+        (vault) => changeMemberRole(vault, member.id, role),
+        () => updateMemberRole(client, project.id, member.id, role),
+        (chained) => chained?.role === role,
+      ),
+    onMutate: () => {
+      setRowError(null);
+      setRowSigned(null);
+    },
     onError: (error, input) => setRowError({ id: input.member.id, error }),
-    onSuccess: refresh,
+    onSuccess: async (signing, input) => {
+      setRowSigned({ id: input.member.id, signing });
+      await refresh();
+    },
   });
   const remove = useMutation({
-    mutationFn: (member: MemberListItem) => removeMember(client, project.id, member.id),
-    onSuccess: async (_, member) => {
+    mutationFn: (member: MemberListItem) =>
+      signed(
+        project.id,
+        member.user.id,
+        (vault) => removeMemberSigned(vault, { memberId: member.id, userId: member.user.id }),
+        () => removeMember(client, project.id, member.id),
+        (chained) => chained === undefined,
+      ),
+    onMutate: () => setRemoved(null),
+    onSuccess: async (signing, member) => {
       setRemoving(null);
+      if (member.status !== 'pending') setRemoved({ name: member.user.name, signing });
       await refresh();
       // Someone who could read secrets may have kept the key: offer the re-key.
       if (member.status === 'active' && member.role !== 'viewer') {
@@ -88,6 +116,11 @@ export function MembersPage() {
         <h2>Members</h2>
       </div>
       {isAdmin ? <InviteForm projectId={project.id} onInvited={refresh} /> : null}
+      {removed ? (
+        <p className="notice small" role="status">
+          <SigningNote signing={removed.signing} what={`${removed.name} was removed`} />
+        </p>
+      ) : null}
       <div className="filters">
         <label>
           Role{' '}
@@ -200,6 +233,11 @@ export function MembersPage() {
                             {toProblem(rowError.error).message}
                           </div>
                         ) : null}
+                        {rowSigned?.id === member.id ? (
+                          <div className="small" role="status">
+                            <SigningNote signing={rowSigned.signing} what="Role changed" />
+                          </div>
+                        ) : null}
                       </td>
                       <td>
                         <span className={`status status-${member.status}`}>{member.status}</span>
@@ -272,6 +310,79 @@ export function MembersPage() {
       ) : null}
     </section>
   );
+}
+
+/** Whether a change of who is a member was signed into the project's membership chain, and if not, why. */
+type Signing =
+  | { kind: 'signed' }
+  | { kind: 'outside' }
+  | { kind: 'unchained' }
+  | { kind: 'no_key' }
+  | { kind: 'failed'; error: unknown };
+
+/**
+ * Makes a membership change an admin's client signs (`changeMemberRole`,
+ * `removeMemberSigned`) with the unlocked vault session. An admin who holds no
+ * project key yet vouches for nobody: the plain server call, said unsigned.
+ * The SDK changes the server first and signs after, so a refusal to sign
+ * (`not_chain_admin`, a chain refusal) comes after the change: reported with it.
+ */
+async function signed(
+  projectId: string,
+  userId: string,
+  change: (vault: VaultSession) => Promise<unknown>,
+  plain: () => Promise<unknown>,
+  done: (chained: ChainMember | undefined) => boolean,
+): Promise<Signing> {
+  const vault = await keyring.vault(projectId);
+  if (!vault.holdsKeys) {
+    await plain();
+    return { kind: 'no_key' };
+  }
+  const before = vault.chain?.members.get(userId);
+  try {
+    await change(vault);
+  } catch (error) {
+    if (!isVaultError(error)) throw error;
+    return { kind: 'failed', error };
+  }
+  const chain = vault.chain;
+  if (!chain) return { kind: 'unchained' };
+  const after = chain.members.get(userId);
+  if (!before && !after) return { kind: 'outside' };
+  return done(after) ? { kind: 'signed' } : { kind: 'failed', error: null };
+}
+
+function SigningNote({ signing, what }: { signing: Signing; what: string }) {
+  switch (signing.kind) {
+    case 'signed':
+      return <>{what}, signed in the project's membership chain.</>;
+    case 'outside':
+      return (
+        <>
+          {what}. Nothing to sign: they are not in the membership chain (they join it when granted
+          the key).
+        </>
+      );
+    case 'unchained':
+      return <>{what}, not signed: this project has no membership chain yet (sign it in Access).</>;
+    case 'no_key':
+      return (
+        <>
+          {what}, <strong>not signed</strong>: you hold no project key yet, so your browser cannot
+          vouch for members.
+        </>
+      );
+    case 'failed':
+      return (
+        <>
+          {what} on the server, but <strong>not signed</strong>:{' '}
+          {signing.error
+            ? toProblem(signing.error).message
+            : 'the membership chain did not take it.'}
+        </>
+      );
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import { type Project } from '@coffer/sdk';
-import { NavLink, Outlet, useOutletContext, useParams } from 'react-router';
+import { Link, NavLink, Outlet, useOutletContext, useParams } from 'react-router';
 import { useState } from 'react';
-import { useProject, useVaultStatus } from '../lib/queries';
+import { useChain, useProject, useVaultStatus } from '../lib/queries';
 import { RekeyDialog } from './Rekey';
 import { ErrorNote } from '../ui/ErrorNote';
 
@@ -42,6 +42,7 @@ export function ProjectLayout() {
         </nav>
       </div>
       {p.role === 'admin' ? <RekeyBanner projectId={p.id} /> : null}
+      {p.role === 'admin' ? <ChainBanner key={p.id} projectId={p.id} /> : null}
       <Outlet context={p} />
     </div>
   );
@@ -62,6 +63,27 @@ function RekeyBanner({ projectId }: { projectId: string }) {
         Re-key now
       </button>
       {open ? <RekeyDialog projectId={projectId} onClose={() => setOpen(false)} /> : null}
+    </div>
+  );
+}
+
+/**
+ * A project from before membership chains: admins are told once per visit of
+ * the project (dismissed, it stays away until they open it again).
+ */
+function ChainBanner({ projectId }: { projectId: string }) {
+  const chain = useChain(projectId);
+  const [dismissed, setDismissed] = useState(false);
+  if (dismissed || !chain.data?.unchained) return null;
+  return (
+    <div className="notice banner small" role="status">
+      <span>
+        This project has no signed membership chain yet —{' '}
+        <Link to={`/projects/${projectId}/access`}>Sign it in Access</Link>.
+      </span>
+      <button type="button" onClick={() => setDismissed(true)}>
+        Dismiss
+      </button>
     </div>
   );
 }

@@ -46,6 +46,7 @@ export function RekeyDialog({
       setResult({ epoch: done.epoch, others: done.tokensCreatedByOthers ?? [] });
       await (await keyring.vault(projectId)).refresh();
       await queryClient.invalidateQueries({ queryKey: ['vault', projectId] });
+      await queryClient.invalidateQueries({ queryKey: ['chain', projectId] });
       await queryClient.invalidateQueries({ queryKey: ['secrets', projectId] });
     } catch (err) {
       setError(err);

@@ -7,6 +7,7 @@ export function ErrorNote({ error, onRetry }: { error: unknown; onRetry?: () => 
   return (
     <div className="error-note" role="alert">
       <p>{problem.message}</p>
+      {problem.detail ? <p className="small">{problem.detail}</p> : null}
       {problem.requestId ? <p className="muted small">Request id {problem.requestId}</p> : null}
       {problem.retryable && onRetry ? (
         <button type="button" onClick={onRetry}>
