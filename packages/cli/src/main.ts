@@ -48,7 +48,7 @@ const GROUPS: Record<string, Group> = {
     load: () => import('./commands/members.js'),
   },
   vault: {
-    summary: 'vault status, grant a member access, re-key',
+    summary: 'vault status, grant a member access, re-key, the signed membership chain',
     load: () => import('./commands/vault.js'),
   },
   keys: {

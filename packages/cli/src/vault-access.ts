@@ -9,6 +9,7 @@ import {
   type VaultSession,
 } from '@coffer/sdk';
 import { CliError } from './cli/errors.js';
+import { note } from './cli/output.js';
 import type { Context } from './context.js';
 
 /** Checks COFFER_TOKEN's shape and splits it; a clear error instead of a 401 later. */
@@ -48,17 +49,38 @@ export async function privateKeyMaterial(ctx: Context): Promise<Uint8Array> {
   return decodeKeyPart(keyPart).seed;
 }
 
+/** Projects whose missing membership chain this process has already warned about. */
+const warnedUnchained = new Set<string>();
+
+/**
+ * Warns once (stderr, never stdout: `coffer run` and exports stay clean) that
+ * a project has no signed membership chain yet, so who holds its key rests on
+ * what the server says until an admin signs one.
+ */
+export function warnIfUnchained(session: VaultSession): void {
+  if (!session.unchained || warnedUnchained.has(session.projectId)) return;
+  warnedUnchained.add(session.projectId);
+  note(
+    `coffer: warning: project ${session.projectId} has no signed membership chain yet, so its members' keys are taken as the server shows them; an admin who holds the vault key can sign one with \`coffer vault chain sign\`.`,
+  );
+}
+
 /**
  * Opens the vault. A user's grants are checked against their key pins (loaded
  * alongside): a granter whose keys differ from the pinned ones is refused
- * (`key_changed`), a new one pinned on first use. Tokens have no pins; a
- * version 2 token credential accepts only grants signed by its creator's key,
- * a version 3 one also those of admins of the membership chain it names.
+ * (`key_changed`), a new one pinned on first use, and only a granter the
+ * project's signed membership chain made admin is accepted
+ * (`untrusted_granter`); a project without a chain is accepted with a warning
+ * on stderr (`quietUnchained`: not here, e.g. for `vault chain sign` itself).
+ * Tokens have no pins; a version 2 token credential accepts only grants signed
+ * by its creator's key, a version 3 one also those of admins of the membership
+ * chain it names.
  */
 export async function openProjectVault(
   ctx: Context,
   client: CofferClient,
   projectId: string,
+  options: { quietUnchained?: boolean } = {},
 ): Promise<VaultSession> {
   const keys = await vaultKeys(ctx);
   if (ctx.token) {
@@ -73,5 +95,7 @@ export async function openProjectVault(
   }
   const pins = ctx.keyPins(client);
   pins.catch(() => undefined); // awaited by openVault; never an unhandled rejection
-  return openVault(client, projectId, keys, { pins });
+  const session = await openVault(client, projectId, keys, { pins });
+  if (!options.quietUnchained) warnIfUnchained(session);
+  return session;
 }

@@ -30,6 +30,7 @@ const COMMANDS = [
   'vault status',
   'vault grant',
   'vault rekey',
+  'vault chain',
   'secrets list',
   'secrets get',
   'secrets set',

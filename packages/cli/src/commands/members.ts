@@ -1,18 +1,23 @@
 import {
   acceptInvitation,
   acceptWithIntroduction,
+  changeMemberRole,
   declineInvitation,
   inviteMember,
   inviteWithIntroduction,
   parseIntroductionLink,
   isCofferApiError,
+  isVaultError,
   listInvitations,
   listMembers,
+  loadMembershipChain,
   removeMember,
+  removeMemberSigned,
   updateMemberRole,
   type CofferClient,
   type MemberListItem,
   type MemberStatus,
+  type VaultSession,
 } from '@coffer/sdk';
 import { PROJECT_OPTION, str, type Command, type Options } from '../cli/command.js';
 import { CliError, UsageError } from '../cli/errors.js';
@@ -154,18 +159,78 @@ const invite: Command = {
   },
 };
 
+/**
+ * A membership change made on the server and, when the caller can, signed
+ * into the project's membership chain (`signed`, with the caller's vault
+ * session). A caller who holds no project key (awaiting a grant) or uses a
+ * token cannot sign: the server change is made alone (`plain`) and, when the
+ * chain holds the member, a warning says the chain does not show it. When
+ * signing is refused (`not_chain_admin`: the chain does not make the caller
+ * admin), the error says that the server change was made.
+ */
+async function membershipChange<T>(
+  ctx: Context,
+  client: CofferClient,
+  project: string,
+  member: MemberListItem,
+  what: string,
+  signed: (vault: VaultSession) => Promise<T>,
+  plain: () => Promise<T>,
+): Promise<T> {
+  const vault = await openProjectVault(ctx, client, project);
+  try {
+    const chained = vault.chain?.members.has(member.user.id) ?? false;
+    if (ctx.token || !vault.holdsKeys) {
+      const result = await plain();
+      if (chained) {
+        note(
+          `coffer: warning: ${what} was made on the server but not signed into the project's membership chain (${ctx.token ? 'a token cannot sign it' : 'you hold no vault key yet'}): other members' clients still see ${member.user.email} as the chain says; an admin who holds the vault key signs it with the same command.`,
+        );
+      }
+      return result;
+    }
+    try {
+      return await signed(vault);
+    } catch (err) {
+      if (isVaultError(err, 'not_chain_admin')) {
+        throw new CliError(
+          'not_chain_admin',
+          `${what} was made on the server, but not signed into the project's membership chain: ${err.message}`,
+        );
+      }
+      throw err;
+    }
+  } finally {
+    vault.forget();
+  }
+}
+
 const setRole: Command = {
   name: 'members set-role',
   summary: "change a member's role (admins)",
   args: 'MEMBER ROLE',
   positionals: [2, 2],
   options: PROJECT_OPTION,
-  description: 'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address.',
+  description: [
+    'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. When the member',
+    "is in the project's signed membership chain, your client signs the change into it (a",
+    "promotion to admin counts for other members' clients only once signed); that needs you",
+    'to be an admin of the chain (not_chain_admin otherwise) holding the vault key. Without',
+    'the key the change is made on the server only, with a warning.',
+  ].join('\n'),
   async run({ values, positionals }) {
     const r = role(positionals[1], 'members set-role');
     const { ctx, client, project } = await inProject(values);
     const member = await findMember(client, project, positionals[0]!);
-    const updated = await updateMemberRole(client, project, member.id, r);
+    const updated = await membershipChange(
+      ctx,
+      client,
+      project,
+      member,
+      `the role change of ${member.user.email}`,
+      (vault) => changeMemberRole(vault, member.id, r),
+      () => updateMemberRole(client, project, member.id, r),
+    );
     if (ctx.json) return printJson(updated);
     note(`${updated.user.email} is now ${updated.role}.`);
     if (r !== 'viewer' && member.role === 'viewer') {
@@ -189,11 +254,19 @@ const remove: Command = {
     },
   },
   description:
-    'MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. A removed member who could read secrets may have kept a copy of the vault key: re-key afterwards (offered on a terminal; --rekey in scripts) so nothing written from now on, and nothing stored, opens with it.',
+    "MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. When the member is in the project's signed membership chain, your client signs their removal into it, so no client accepts a grant to or from them after (you must be an admin of the chain holding the vault key; without the key the removal is made on the server only, with a warning). A removed member who could read secrets may have kept a copy of the vault key: re-key afterwards (offered on a terminal; --rekey in scripts) so nothing written from now on, and nothing stored, opens with it.",
   async run({ values, positionals }) {
     const { ctx, client, project } = await inProject(values);
     const member = await findMember(client, project, positionals[0]!);
-    await removeMember(client, project, member.id);
+    await membershipChange(
+      ctx,
+      client,
+      project,
+      member,
+      `the removal of ${member.user.email}`,
+      (vault) => removeMemberSigned(vault, { memberId: member.id, userId: member.user.id }),
+      () => removeMember(client, project, member.id),
+    );
     const hadAccess = member.status === 'active' && member.role !== 'viewer';
     if (!ctx.json) note(`Removed ${member.user.email} (${member.id}).`);
     let rekeyed = false;
@@ -243,7 +316,7 @@ const accept: Command = {
   args: '[INVITATION]',
   positionals: [0, 1],
   description:
-    'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name; with --introduction it may be left out. Until your e-mail address is verified (you signed up without an invitation link), pass the token (--token) or the link (--invitation) from the invitation e-mail: it proves the address. --introduction LINK: the introduction link your inviter gave you; it proves your keys to the project’s admins, and checks and pins your inviter’s keys.',
+    'INVITATION is the id from `coffer invitations list` (mbr_…) or the project name; with --introduction it may be left out. Until your e-mail address is verified (you signed up without an invitation link), pass the token (--token) or the link (--invitation) from the invitation e-mail: it proves the address. --introduction LINK: the introduction link your inviter gave you; it proves your keys to the project’s admins, and checks and pins your inviter’s keys. Once joined, it prints the project’s fingerprint (the root of its signed membership chain, pinned from now on): compare it with your inviter if you wish.',
   options: {
     introduction: {
       type: 'string',
@@ -286,19 +359,26 @@ const accept: Command = {
     const token = invitationToken(str(values, 'token') ?? str(values, 'invitation'));
     let member;
     let inviterVerified = false;
+    let projectFingerprint: string | null;
     try {
+      const pins = await ctx.keyPins(client);
       if (introduction !== undefined) {
         const session = ctx.requireSession();
         const result = await acceptWithIntroduction(
           client,
           { userId: session.user.id, keys: ctx.userKeys() },
           introduction,
-          { ...(token !== undefined ? { token } : {}), pins: await ctx.keyPins(client) },
+          { ...(token !== undefined ? { token } : {}), pins },
         );
         member = result.member;
         inviterVerified = result.inviterVerified;
+        projectFingerprint = result.projectFingerprint;
       } else {
         member = await acceptInvitation(client, id, token);
+        // A member now: the chain is readable; its root is pinned at join.
+        const chain = await loadMembershipChain(client, member.project_id, { pins });
+        await pins.save();
+        projectFingerprint = chain?.fingerprint ?? null;
       }
     } catch (err) {
       if (isCofferApiError(err, 'forbidden') && err.details.some((d) => d.field === 'token')) {
@@ -310,11 +390,22 @@ const accept: Command = {
       throw err;
     }
     if (ctx.json)
-      return printJson(
-        introduction !== undefined ? { ...member, inviter_verified: inviterVerified } : member,
-      );
+      return printJson({
+        ...member,
+        ...(introduction !== undefined ? { inviter_verified: inviterVerified } : {}),
+        project_fingerprint: projectFingerprint,
+      });
     note(`Joined project ${member.project_id} as ${member.role}.`);
     if (inviterVerified) note('Your inviter’s keys matched the introduction link and are pinned.');
+    if (projectFingerprint !== null) {
+      note(
+        `Project fingerprint: ${projectFingerprint} (compare it with your inviter if you wish; your client pinned it and refuses another project chain under this id).`,
+      );
+    } else {
+      note(
+        'The project has no signed membership chain yet: an admin who holds the vault key signs one with `coffer vault chain sign`.',
+      );
+    }
     if (member.role !== 'viewer') {
       note(
         'An admin must now grant you the vault key (`coffer vault grant`) before you can read secrets.',
