@@ -24,7 +24,7 @@ import {
   userEnv,
   type TestServer,
 } from './support/harness.js';
-import { ok } from './support/flow.js';
+import { ok, signUpAndSetUp } from './support/flow.js';
 
 const name = (i: number) => `K${i}`;
 const all = Object.fromEntries(CORPUS.map(([, v], i) => [name(i), v] as const));
@@ -51,15 +51,8 @@ describe('coffer secrets export for CI', () => {
     server = await startServer();
     user = userEnv(server, tempDir('ci-user'));
     work = tempDir('ci-work');
-    ok(
-      await as(
-        ['signup', '--email', 'ci@example.test', '--name', 'CI', '--password-stdin'],
-        'ci export password\n',
-      ),
-      'signup',
-    );
-    ok(await as(['projects', 'create', 'Pipelines']), 'projects create');
-    ok(await as(['setup', '--project', 'Pipelines', '--env', 'development']), 'setup');
+    const owner = { email: 'ci@example.test', name: 'CI', password: 'ci export password' };
+    await signUpAndSetUp(as, owner, 'Pipelines', 'development');
     // Stored exactly through JSON: development without the NUL value, staging with it.
     ok(await as(['secrets', 'import', '-', '--format', 'json'], JSON.stringify(withoutNul)), 'dev');
     ok(

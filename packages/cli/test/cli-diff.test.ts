@@ -13,19 +13,12 @@ import {
   type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { errorLine, ok, signUpAndSetUp } from './support/flow.js';
 
-function ok(r: CliResult, what: string): CliResult {
-  assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
-  return r;
-}
-
-/** One stderr line `coffer: … (code)` and the exit code. */
+/** One stderr line `coffer: … (code)`, the exit code, and nothing on stdout. */
 function failsWith(r: CliResult, exitCode: number, code: string, message?: RegExp): void {
-  assert.equal(r.code, exitCode, `expected exit ${exitCode}, got ${r.code}:\n${r.stderr}`);
-  const lines = r.stderr.split('\n').filter(Boolean);
-  assert.equal(lines.length, 1, `expected one line on stderr:\n${r.stderr}`);
-  assert.match(lines[0]!, new RegExp(`^coffer: .+ \\(${code}\\)$`));
-  if (message) assert.match(lines[0]!, message);
+  const line = errorLine(r, exitCode, code);
+  if (message) assert.match(line, message);
   assert.equal(r.stdout, '');
 }
 
@@ -79,15 +72,8 @@ describe('coffer secrets diff (SQLite)', () => {
     server = await startServer();
     alice = userEnv(server, tempDir('diff-alice'));
     work = tempDir('diff-work');
-    ok(
-      await as(
-        ['signup', '--email', 'alice@example.test', '--name', 'Alice', '--password-stdin'],
-        'alice correct horse\n',
-      ),
-      'signup',
-    );
-    ok(await as(['projects', 'create', 'Storefront']), 'projects create');
-    ok(await as(['setup', '--project', 'Storefront', '--env', 'development']), 'setup');
+    const user = { email: 'alice@example.test', name: 'Alice', password: 'alice correct horse' };
+    await signUpAndSetUp(as, user, 'Storefront', 'development');
     await importInto('staging', STAGING);
     await importInto('production', PRODUCTION);
   });

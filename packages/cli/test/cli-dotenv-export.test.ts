@@ -11,18 +11,13 @@ import {
   startServer,
   tempDir,
   userEnv,
-  type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { ok, signUpAndSetUp } from './support/flow.js';
 
 const dotenv = createRequire(import.meta.url)('dotenv') as {
   parse(src: string): Record<string, string>;
 };
-
-function ok(r: CliResult, what: string): CliResult {
-  assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stderr}`);
-  return r;
-}
 
 const MIXED = 'it\'s "quoted"\nover two lines';
 
@@ -38,15 +33,8 @@ describe('coffer secrets export --format dotenv', () => {
     server = await startServer();
     user = userEnv(server, tempDir('dotenv-user'));
     work = tempDir('dotenv-work');
-    ok(
-      await as(
-        ['signup', '--email', 'd@example.test', '--name', 'D', '--password-stdin'],
-        'dotenv user password\n',
-      ),
-      'signup',
-    );
-    ok(await as(['projects', 'create', 'Interop']), 'projects create');
-    ok(await as(['setup', '--project', 'Interop', '--env', 'development']), 'setup');
+    const owner = { email: 'd@example.test', name: 'D', password: 'dotenv user password' };
+    await signUpAndSetUp(as, owner, 'Interop', 'development');
     ok(await as(['secrets', 'set', 'PASSWORD', 'pa$$word']), 'set PASSWORD');
     ok(await as(['secrets', 'set', 'QUOTED', 'it\'s "quoted"']), 'set QUOTED');
   });

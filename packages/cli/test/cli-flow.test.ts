@@ -20,6 +20,7 @@ import {
   type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { errorLine, ok } from './support/flow.js';
 
 const NODE = process.execPath;
 /** A child that prints the named variables of its environment as JSON. */
@@ -30,18 +31,10 @@ const printEnv = (...names: string[]) => [
   `process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(names)}.map((n) => [n, process.env[n] ?? null]))))`,
 ];
 
-function ok(r: CliResult, what: string): CliResult {
-  assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stderr}`);
-  return r;
-}
-
 /** One stderr line `coffer: … (code)` and exit code 1. */
 function failsWith(r: CliResult, code: string, message?: RegExp): void {
-  assert.equal(r.code, 1, `expected exit 1, got ${r.code}:\n${r.stdout}\n${r.stderr}`);
-  const lines = r.stderr.split('\n').filter(Boolean);
-  assert.equal(lines.length, 1, `expected one line on stderr:\n${r.stderr}`);
-  assert.match(lines[0]!, new RegExp(`^coffer: .+ \\(${code}\\)$`));
-  if (message) assert.match(lines[0]!, message);
+  const line = errorLine(r, 1, code);
+  if (message) assert.match(line, message);
 }
 
 const TRICKY = 'it\'s "quoted" $HOME `x` \\ back\nand a second line';

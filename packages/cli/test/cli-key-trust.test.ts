@@ -24,20 +24,13 @@ import {
   type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { errorLine, ok } from './support/flow.js';
 import { openSqlite, type SqliteConnection } from '../../server/src/db/sqlite-driver.js';
-
-function ok(r: CliResult, what: string): CliResult {
-  assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
-  return r;
-}
 
 /** One stderr line `coffer: … (code)`, exit code 1, nothing on stdout. */
 function failsWith(r: CliResult, code: string, names?: string): void {
-  assert.equal(r.code, 1, `expected exit 1, got ${r.code}:\n${r.stdout}\n${r.stderr}`);
-  const lines = r.stderr.split('\n').filter(Boolean);
-  assert.equal(lines.length, 1, `expected one line on stderr:\n${r.stderr}`);
-  assert.match(lines[0]!, new RegExp(`^coffer: .+ \\(${code}\\)$`));
-  if (names) assert.ok(lines[0]!.includes(names), lines[0]);
+  const line = errorLine(r, 1, code);
+  if (names) assert.ok(line.includes(names), line);
   assert.equal(r.stdout, '');
 }
 

@@ -13,17 +13,12 @@ import {
   startServer,
   tempDir,
   userEnv,
-  type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { ok } from './support/flow.js';
 import { serviceMissing } from '../../server/test/foundation/server-process.js';
 
 const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL;
-
-function ok(r: CliResult, what: string): CliResult {
-  assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stderr}`);
-  return r;
-}
 
 if (POSTGRES_URL) {
   describe('coffer end to end (PostgreSQL)', () => {

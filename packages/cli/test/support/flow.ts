@@ -15,19 +15,46 @@ export function ok(r: CliResult, what: string): CliResult {
   return r;
 }
 
+/**
+ * Asserts that `r` failed the CLI's way, exit `exitCode` and one stderr line
+ * `coffer: … (code)`, and returns that line.
+ */
+export function errorLine(r: CliResult, exitCode: number, code: string): string {
+  assert.equal(
+    r.code,
+    exitCode,
+    `expected exit ${exitCode}, got ${r.code}:\n${r.stdout}\n${r.stderr}`,
+  );
+  const lines = r.stderr.split('\n').filter(Boolean);
+  assert.equal(lines.length, 1, `expected one line on stderr:\n${r.stderr}`);
+  assert.match(lines[0]!, new RegExp(`^coffer: .+ \\(${code}\\)$`));
+  return lines[0]!;
+}
+
 type Coffer = (args: string[], input?: string) => Promise<CliResult>;
 
-export async function firstSteps(coffer: Coffer, email: string): Promise<void> {
-  assert.equal(ok(await coffer(['--version']), '--version').stdout, `coffer ${CLI_VERSION}\n`);
+/** Signs a new user up, creates `project` and links the working directory to its `env`. */
+export async function signUpAndSetUp(
+  coffer: Coffer,
+  user: { email: string; name: string; password: string },
+  project: string,
+  env: string,
+): Promise<void> {
   ok(
     await coffer(
-      ['signup', '--email', email, '--name', 'Installed', '--password-stdin'],
-      'installed coffer password\n',
+      ['signup', '--email', user.email, '--name', user.name, '--password-stdin'],
+      `${user.password}\n`,
     ),
     'signup',
   );
-  ok(await coffer(['projects', 'create', 'Installed']), 'projects create');
-  ok(await coffer(['setup', '--project', 'Installed', '--env', 'development']), 'setup');
+  ok(await coffer(['projects', 'create', project]), 'projects create');
+  ok(await coffer(['setup', '--project', project, '--env', env]), 'setup');
+}
+
+export async function firstSteps(coffer: Coffer, email: string): Promise<void> {
+  assert.equal(ok(await coffer(['--version']), '--version').stdout, `coffer ${CLI_VERSION}\n`);
+  const user = { email, name: 'Installed', password: 'installed coffer password' };
+  await signUpAndSetUp(coffer, user, 'Installed', 'development');
   const value = 'it works: pa$$word "quoted" ✓';
   ok(await coffer(['secrets', 'set', 'GREETING', value]), 'secrets set');
   ok(await coffer(['secrets', 'set', 'PEM', '--stdin'], 'line one\nline two\n'), 'set --stdin');
