@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  CofferApiError,
   DotenvSyntaxError,
   createApiKey,
   createEnvironment,
@@ -38,15 +37,7 @@ import {
   type Member,
   type Server,
 } from './vault-support.js';
-
-async function rejectsWith(promise: Promise<unknown>, status: number, code: string) {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof CofferApiError, String(error));
-    assert.equal(error.status, status, error.message);
-    assert.equal(error.code, code);
-    return true;
-  });
-}
+import { rejectsWith } from './support/api-errors.js';
 
 for (const dialect of DIALECTS) {
   describe(`SDK environments and decrypted secrets (${dialect})`, () => {

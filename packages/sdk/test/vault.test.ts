@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  CofferApiError,
   apiPath,
   createApiKey,
   createCiToken,
@@ -34,15 +33,7 @@ import {
   type Member,
   type Server,
 } from './vault-support.js';
-
-async function rejects(promise: Promise<unknown>, status: number, code: string) {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof CofferApiError, String(error));
-    assert.equal(error.status, status, error.message);
-    assert.equal(error.code, code);
-    return true;
-  });
-}
+import { rejectsWith } from './support/api-errors.js';
 
 for (const dialect of DIALECTS) {
   describe(`SDK vault operations (${dialect})`, () => {
@@ -141,7 +132,7 @@ for (const dialect of DIALECTS) {
       );
 
       // The server refuses the production value…
-      await rejects(
+      await rejectsWith(
         pipeline.client.request(
           'GET',
           apiPath`/v1/projects/${projectId}/environments/${env.production!}/secrets/API_TOKEN`,
@@ -173,7 +164,7 @@ for (const dialect of DIALECTS) {
         (e) => isCryptoError(e, 'decryption_failed'),
       );
       // A read-only key cannot write (403), and its role bounds it.
-      await rejects(writeSecret(pipeline.vault, env.staging!, 'NEW', 'x'), 403, 'forbidden');
+      await rejectsWith(writeSecret(pipeline.vault, env.staging!, 'NEW', 'x'), 403, 'forbidden');
     });
 
     it('an API key mints a CI token within its scopes; the token expires and is refused after revocation', async () => {
@@ -185,7 +176,7 @@ for (const dialect of DIALECTS) {
       const deployer = await fromCredential(server.baseUrl, keyCredential);
 
       // Beyond its own scopes: 403.
-      await rejects(
+      await rejectsWith(
         createCiToken(deployer.vault, { scopes: { production: 'read_write' } }),
         403,
         'forbidden',
@@ -212,13 +203,13 @@ for (const dialect of DIALECTS) {
       assert.equal(await readSecret(adminVault, env.staging!, 'BUILD'), '42');
 
       clock.advance(601_000);
-      await rejects(build.vault.refresh(), 401, 'token_expired');
+      await rejectsWith(build.vault.refresh(), 401, 'token_expired');
 
       // A fresh one, revoked by its minter: refused at once.
       const second = await createCiToken(deployer.vault, { scopes: { staging: 'read' } });
       const run = await fromCredential(server.baseUrl, second.credential);
       await revokeCiToken(deployer.client, projectId, second.ciToken.id);
-      await rejects(run.vault.refresh(), 401, 'unauthenticated');
+      await rejectsWith(run.vault.refresh(), 401, 'unauthenticated');
     });
 
     it('a revoked API key is refused at once, and so are the CI tokens it minted', async () => {
@@ -231,8 +222,8 @@ for (const dialect of DIALECTS) {
       const minted = await createCiToken(key.vault, { scopes: { staging: 'read' } });
       const token = await fromCredential(server.baseUrl, minted.credential);
       await revokeApiKey(admin.client, projectId, apiKey.id);
-      await rejects(key.vault.refresh(), 401, 'unauthenticated');
-      await rejects(token.vault.refresh(), 401, 'unauthenticated');
+      await rejectsWith(key.vault.refresh(), 401, 'unauthenticated');
+      await rejectsWith(token.vault.refresh(), 401, 'unauthenticated');
       const listed = await listApiKeys(admin.client, projectId, { per_page: 100 });
       assert.ok(listed.data.find((k) => k.id === apiKey.id)!.revoked_at);
     });

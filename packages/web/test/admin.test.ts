@@ -11,7 +11,7 @@ import {
   hasChromium,
   launchBrowser,
   mainPage,
-  screenshots,
+  onSharedPage,
   serviceMissing,
   startCoffer,
   type Coffer,
@@ -51,16 +51,8 @@ after(async () => {
   await coffer?.stop();
 });
 
-async function onPage(t: TestContext, name: string, body: (v: Visitor) => Promise<void>) {
-  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
-  try {
-    await body(visitor);
-    visitor.check();
-  } catch (error) {
-    await screenshots(visitor.page, `failed-${name}`).catch(() => undefined);
-    throw error;
-  }
-}
+const onPage = (t: TestContext, name: string, body: (v: Visitor) => Promise<void>) =>
+  onSharedPage(t, visitor, name, body);
 
 const slugs = async (id: string) =>
   (await listEnvironments(owner.client, id, { per_page: 100 })).data.map((e) => e.slug).sort();

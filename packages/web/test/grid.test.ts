@@ -12,7 +12,7 @@ import {
   hasChromium,
   launchBrowser,
   mainPage,
-  screenshots,
+  onSharedPage,
   serviceMissing,
   startCoffer,
   type Coffer,
@@ -68,17 +68,8 @@ after(async () => {
   await coffer?.stop();
 });
 
-/** Runs a test on the shared page; on failure keeps a screenshot of it. */
-async function onGrid(t: TestContext, name: string, body: (v: Visitor) => Promise<void>) {
-  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
-  try {
-    await body(visitor);
-    visitor.check();
-  } catch (error) {
-    await screenshots(visitor.page, `failed-${name}`).catch(() => undefined);
-    throw error;
-  }
-}
+const onGrid = (t: TestContext, name: string, body: (v: Visitor) => Promise<void>) =>
+  onSharedPage(t, visitor, name, body);
 
 const sdkRead = async (environment: string, name: string) => {
   const vault = await openVault(owner.client, projectId, owner.keys);

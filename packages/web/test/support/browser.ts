@@ -524,3 +524,23 @@ export async function mainPage(page: Page, name: string): Promise<void> {
 /** Unique test identities: the server is shared by a file's tests. */
 export const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 export const emailFor = (prefix: string) => `${unique(prefix)}@example.test`;
+
+/**
+ * Runs a test on the page a file's tests share (reported skipped without
+ * Chromium); on failure keeps a screenshot of it.
+ */
+export async function onSharedPage(
+  t: TestContext,
+  visitor: Visitor | undefined,
+  name: string,
+  body: (v: Visitor) => Promise<void>,
+): Promise<void> {
+  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  try {
+    await body(visitor);
+    visitor.check();
+  } catch (error) {
+    await screenshots(visitor.page, `failed-${name}`).catch(() => undefined);
+    throw error;
+  }
+}
