@@ -32,21 +32,14 @@ import {
   type CliResult,
   type TestServer,
 } from './support/harness.js';
+import { errorLine, ok } from './support/flow.js';
 
-function ok(r: CliResult, what: string): CliResult {
-  assert.equal(r.code, 0, `${what} failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
-  return r;
-}
-
-/** One stderr line `coffer: … (code)`, exit code 1, nothing on stdout. */
+/** One stderr line `coffer: … (code)` naming each of `names`, exit code 1, nothing on stdout. */
 function failsWith(r: CliResult, code: string, ...names: string[]): string {
-  assert.equal(r.code, 1, `expected exit 1, got ${r.code}:\n${r.stdout}\n${r.stderr}`);
-  const lines = r.stderr.split('\n').filter(Boolean);
-  assert.equal(lines.length, 1, `expected one line on stderr:\n${r.stderr}`);
-  assert.match(lines[0]!, new RegExp(`^coffer: .+ \\(${code}\\)$`));
-  for (const name of names) assert.ok(lines[0]!.includes(name), lines[0]);
+  const line = errorLine(r, 1, code);
+  for (const name of names) assert.ok(line.includes(name), line);
   assert.equal(r.stdout, '');
-  return lines[0]!;
+  return line;
 }
 
 const UNCHAINED =
