@@ -185,7 +185,7 @@ export async function rekeyVault(
       const others = result.tokensCreatedByOthers ?? [];
       if (others.length > 0)
         note(
-          `${others.length} token(s) created by someone else (${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}) now hold grants signed by you; their credentials refuse them if they name their creator's key: re-create those tokens.`,
+          `${others.length} token(s) created by someone else (${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}) now hold grants signed by you. Credentials made since the project has a signed membership chain accept them; those made before, which name only their creator's key, refuse them: re-create those.`,
         );
     }
     return result;

@@ -84,9 +84,9 @@ export function RekeyDialog({
             <p>
               {result.others.length} API{' '}
               {result.others.length === 1 ? 'key or CI token was' : 'keys or CI tokens were'}{' '}
-              created by someone else. Their credentials trust only their creator's signature, so
-              they refuse the key you just granted them: re-create them under Tokens (credentials
-              made before key binding keep working).
+              created by someone else. Credentials made since the project has a signed membership
+              chain accept the key you just granted them; those made before it trust only their
+              creator's signature and refuse it: re-create those under Tokens.
             </p>
             <p className="mono small">{result.others.join(', ')}</p>
           </div>
