@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import type { TestContext } from 'node:test';
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   acceptInvitation,
@@ -17,17 +17,7 @@ import {
   type LoggedIn,
   type Role,
 } from '@coffer/sdk';
-import {
-  ARTEFACTS,
-  DESKTOP,
-  DOCS_SCREENSHOTS,
-  PHONE,
-  ROOT,
-  a11yChecked,
-  a11yFindings,
-  checkA11y,
-  type Coffer,
-} from './browser.js';
+import { ROOT, a11yChecked, a11yFindings, checkA11y, screenshots, type Coffer } from './browser.js';
 import { expect, type Page } from './expect.js';
 import { newAccount, type Account } from './flows.js';
 
@@ -35,25 +25,8 @@ import { newAccount, type Account } from './flows.js';
 const DOCS_SHOTS = new Set(['members', 'grant-dialog', 'token-credential', 'audit', 'account']);
 
 /** The page at 1280×800 and 375×740 into `.coffer-test/screenshots/` (and the documented ones into docs/). */
-export async function adminScreenshots(page: Page, name: string): Promise<void> {
-  const original = page.viewportSize() ?? DESKTOP;
-  const targets = [ARTEFACTS];
-  if (process.env.COFFER_UPDATE_SCREENSHOTS === '1' && DOCS_SHOTS.has(name))
-    targets.push(DOCS_SCREENSHOTS);
-  for (const dir of targets) mkdirSync(dir, { recursive: true });
-  for (const [suffix, size] of [
-    ['', DESKTOP],
-    ['-375', PHONE],
-  ] as const) {
-    await page.setViewportSize(size);
-    await page.evaluate(
-      () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))),
-    );
-    const shot = await page.screenshot({ animations: 'disabled', caret: 'hide' });
-    for (const dir of targets) writeFileSync(join(dir, `${name}${suffix}.png`), shot);
-  }
-  await page.setViewportSize(original);
-}
+export const adminScreenshots = (page: Page, name: string): Promise<void> =>
+  screenshots(page, name, DOCS_SHOTS);
 
 /** axe-core (collected for the file's accessibility test) and both screenshots. */
 export async function adminPage(page: Page, name: string): Promise<void> {

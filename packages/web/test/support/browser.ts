@@ -44,8 +44,8 @@ export const ROOT = new URL('../../../../', import.meta.url).pathname;
 const SERVER = join(ROOT, 'packages/server/dist/main.js');
 const WEB_DIST = join(ROOT, 'packages/web/dist/index.html');
 export const CHROMIUM = '/usr/bin/chromium';
-export const ARTEFACTS = join(ROOT, '.coffer-test/screenshots');
-export const DOCS_SCREENSHOTS = join(ROOT, 'docs/screenshots');
+const ARTEFACTS = join(ROOT, '.coffer-test/screenshots');
+const DOCS_SCREENSHOTS = join(ROOT, 'docs/screenshots');
 export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;
 
 const require = createRequire(import.meta.url);
@@ -311,8 +311,8 @@ export function launchBrowser(): Promise<Browser> {
   });
 }
 
-export const DESKTOP = { width: 1280, height: 800 };
-export const PHONE = { width: 375, height: 740 };
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 375, height: 740 };
 
 /**
  * A browser context (its own cookies and storage: one person's browser) whose
@@ -493,12 +493,17 @@ const DOCS_SHOTS = new Set(['sign-in', 'secrets-grid', 'review-dialog', 'compare
 
 /**
  * The page at 1280×800 and at 375×740 into `.coffer-test/screenshots/`; with
- * COFFER_UPDATE_SCREENSHOTS=1 the documented ones also into `docs/screenshots/`.
+ * COFFER_UPDATE_SCREENSHOTS=1 the documented ones (`documented`, by default
+ * the main pages') also into `docs/screenshots/`.
  */
-export async function screenshots(page: Page, name: string): Promise<void> {
+export async function screenshots(
+  page: Page,
+  name: string,
+  documented: ReadonlySet<string> = DOCS_SHOTS,
+): Promise<void> {
   const original = page.viewportSize() ?? DESKTOP;
   const targets = [ARTEFACTS];
-  if (process.env.COFFER_UPDATE_SCREENSHOTS === '1' && DOCS_SHOTS.has(name))
+  if (process.env.COFFER_UPDATE_SCREENSHOTS === '1' && documented.has(name))
     targets.push(DOCS_SCREENSHOTS);
   for (const dir of targets) mkdirSync(dir, { recursive: true });
   for (const [suffix, size] of [
