@@ -26,6 +26,19 @@ export const SECRET_ENVELOPE_PATTERN = new RegExp(
     `\\.([A-Za-z0-9_-]{${MIN_CIPHERTEXT_CHARS},${MAX_CIPHERTEXT_CHARS}})$`,
 );
 
+const ENVELOPE_PREFIX = 'v1.xc20p.';
+
+/**
+ * The key epoch of an envelope whose shape SECRET_ENVELOPE_PATTERN already
+ * accepted (a server's request schema), read without decoding it. For an
+ * envelope not yet checked, use parseEnvelope.
+ */
+export function envelopeEpoch(envelope: string): number {
+  return Number(
+    envelope.slice(ENVELOPE_PREFIX.length, envelope.indexOf('.', ENVELOPE_PREFIX.length)),
+  );
+}
+
 /** Longest possible envelope string (for a schema's maxLength). */
 export const MAX_SECRET_ENVELOPE_LENGTH =
   'v1.xc20p.'.length + 15 + 1 + base64urlLength(NONCE_BYTES) + 1 + MAX_CIPHERTEXT_CHARS;

@@ -46,6 +46,7 @@ export {
   MAX_SECRET_VALUE_BYTES,
   SECRET_ENVELOPE_PATTERN,
   decryptSecretValue,
+  envelopeEpoch,
   encryptSecretValue,
   parseEnvelope,
   type DecryptSecretValueInput,

@@ -78,16 +78,22 @@ export async function lockedProjectAccess(
   return projectAccess(trx, principal, projectId);
 }
 
-/** Operations reserved to a signed-in person (creating projects, answering invitations). */
+/**
+ * Operations reserved to a signed-in person (creating projects, answering
+ * invitations, the account's own routes). `action` names what a token was
+ * refused; without it the refusal says a user session is needed.
+ */
 export function requireSession(
   principal: Principal | null,
-  action: string,
+  action?: string,
 ): Extract<Principal, { kind: 'session' }> {
   if (!principal) throw new AppError('unauthenticated', 'Authentication required');
   if (principal.kind !== 'session') {
     throw new AppError(
       'forbidden',
-      `API keys and CI tokens cannot ${action}; sign in as a user to do it`,
+      action === undefined
+        ? 'This operation needs a user session; log in'
+        : `API keys and CI tokens cannot ${action}; sign in as a user to do it`,
     );
   }
   return principal;

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { idLiteral } from '../ids.js';
 import { inSharedProjectTransaction, type Db } from './database.js';
+import { driverErrorKind } from './driver-errors.js';
 import { GroupCommit } from './group-commit.js';
 import { preparedWrite } from './prepared-query.js';
 import type { Database } from './schema.js';
@@ -20,12 +21,10 @@ const MAX_WRITE_ATTEMPTS = 3;
 /**
  * PostgreSQL's unique violation (two writers created the same secret name at
  * once: the second one runs again and finds the row) and deadlock (two batches
- * inserting new names in a different order).
+ * inserting new names in a different order). SQLite's one writer never races.
  */
-function isWriteRace(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || code === '40P01';
-}
+const isWriteRace = (db: Db, err: unknown): boolean =>
+  db.dialect === 'postgres' && driverErrorKind(err) !== null;
 
 const revisionStatement = preparedWrite((db, _variant, environment: { id: string }) =>
   db
@@ -90,7 +89,7 @@ export function environmentWriter(db: Db) {
           const { environmentId, result } = await transact(projectId, work);
           return { environmentId, result };
         } catch (err) {
-          if (attempt >= MAX_WRITE_ATTEMPTS || !isWriteRace(err)) throw err;
+          if (attempt >= MAX_WRITE_ATTEMPTS || !isWriteRace(db, err)) throw err;
         }
       }
     },

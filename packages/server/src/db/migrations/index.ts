@@ -7,6 +7,12 @@ import * as keyTrust from './2026-12-10-010-key-trust.js';
 import * as auditChainFunction from './2026-12-11-011-audit-chain-function.js';
 import * as membershipChain from './2026-12-12-012-membership-chain.js';
 
+// Numbers 003 and 006-009 are missing: no migration with them exists in this
+// repository's history. Gaps are never closed up: a migration's name is the key
+// Kysely records in `kysely_migration` on every installed database, so renaming a
+// shipped (frozen) migration would make it run again there. Kysely orders by
+// name, so a gap is harmless; a new migration takes the number after the last.
+
 /** Every migration, in order. Add new ones at the end; never edit a shipped one. */
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-001-initial': initial,

@@ -2,11 +2,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { DEFAULT_KDF_PARAMS } from '@coffer/sdk';
 import type { Infra } from '../../infra.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
+import { driverErrorKind } from '../../db/driver-errors.js';
 import { newId } from '../../ids.js';
 import { paginationOf } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
+import { requireSession } from '../../access/project-access.js';
 import { hashToken, matchesHash, type CredentialForgetting } from './credentials.js';
+import { normalizeEmail } from './email.js';
 import * as repo from './identity.repo.js';
 import type {
   ChangePasswordBody,
@@ -23,9 +26,7 @@ import type {
 /** Sessions last 30 days from login (the cookie's Max-Age matches). */
 export const SESSION_LIFETIME_MS = 30 * 24 * 60 * 60 * 1000;
 
-const MAX_EMAIL_LENGTH = 254;
 const MAX_USER_AGENT_LENGTH = 512;
-const EMAIL_FORMAT = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/;
 const PRELOGIN_SECRET = 'prelogin_salt_secret';
 /** Claimed by the first user admitted without an invitation under `SIGNUP_POLICY=invite`. */
 const FIRST_USER = 'first_user_without_invitation';
@@ -53,14 +54,6 @@ export interface LoginResult {
   kdf_params: KdfParams;
   wrapped_private_keys: string;
   session: { id: string; expires_at: string };
-}
-
-function normalizeEmail(raw: string): string {
-  const email = raw.trim().toLowerCase();
-  if (email.length > MAX_EMAIL_LENGTH) throw validation('email', 'too_long', 'email is too long');
-  if (!EMAIL_FORMAT.test(email))
-    throw validation('email', 'invalid', 'email is not a valid e-mail address');
-  return email;
 }
 
 function normalizeName(raw: string): string {
@@ -93,21 +86,8 @@ function toSession(row: repo.SessionRow, currentId: string): Session {
   };
 }
 
-function requireSession(principal: Principal | null): Extract<Principal, { kind: 'session' }> {
-  if (!principal) throw new AppError('unauthenticated', 'Authentication required');
-  if (principal.kind !== 'session')
-    throw new AppError('forbidden', 'This operation needs a user session; log in');
-  return principal;
-}
-
-const isUniqueViolation = (error: unknown): boolean => {
-  const e = error as { code?: unknown; message?: unknown };
-  return (
-    e?.code === '23505' ||
-    e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
-    (typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed'))
-  );
-};
+const isUniqueViolation = (error: unknown): boolean =>
+  driverErrorKind(error) === 'unique_violation';
 
 export type IdentityService = ReturnType<typeof identityService>;
 

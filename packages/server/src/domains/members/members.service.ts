@@ -8,6 +8,7 @@ import { paginationOf, type ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
+import { normalizeEmail } from '../identity/email.js';
 import { hasLapsed, expireLapsedInvitations, revokeLapsed } from './invitation-expiry.js';
 import { invitationMail } from './invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
@@ -51,9 +52,6 @@ export const userRef = (row: { user_id: string; email: string; name: string }): 
   email: row.email,
   name: row.name,
 });
-
-/** E-mail addresses compare case-insensitively; stored lower-cased. */
-export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   /** Called after a commit that wrote an outbox message. */

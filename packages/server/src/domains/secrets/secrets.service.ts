@@ -1,3 +1,4 @@
+import { envelopeEpoch } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
 import { environmentWriter } from '../../db/environment-write.js';
@@ -47,11 +48,6 @@ const toVersion = (row: repo.SecretVersionRow, withValue: boolean): SecretVersio
   created_at: row.created_at,
   created_by: row.created_by,
 });
-
-/** `v1.xc20p.<epoch>.…`: the request schema has already checked the shape. */
-const ENVELOPE_PREFIX = 'v1.xc20p.';
-export const epochOf = (envelope: string) =>
-  Number(envelope.slice(ENVELOPE_PREFIX.length, envelope.indexOf('.', ENVELOPE_PREFIX.length)));
 
 function staleEpoch(field: string, currentEpoch: number): AppError {
   const message =
@@ -271,7 +267,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       return write(actor, projectId, ref, name, async (_trx, target) => {
         const { context, epoch, now, existing } = target;
         const environmentId = context.environment.id;
-        const valueEpoch = epochOf(input.value);
+        const valueEpoch = envelopeEpoch(input.value);
         if (valueEpoch !== epoch) throw staleEpoch('value', epoch);
         checkExpectedVersion('expected_version', input.expected_version, existing?.version ?? 0);
         const at = now.toISOString();
@@ -447,7 +443,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       return write(actor, projectId, ref, null, async (trx, { context, epoch, now }) => {
         const environmentId = context.environment.id;
         items.forEach((item, i) => {
-          if (epochOf(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
+          if (envelopeEpoch(item.value) !== epoch) throw staleEpoch(`secrets.${i}.value`, epoch);
         });
         const existing = new Map(
           (await repo.findSecretsByName(trx, environmentId, [...seen], writer.lockRows)).map(

@@ -1,4 +1,4 @@
-import { fingerprint } from '@coffer/sdk';
+import { envelopeEpoch, fingerprint } from '@coffer/sdk';
 import type { Infra } from '../../infra.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
@@ -84,10 +84,6 @@ function compareSets(
     });
   return details;
 }
-
-/** The epoch field of an envelope `v1.xc20p.<epoch>.…` whose shape the schema already checked. */
-const envelopeEpoch = (value: string): number =>
-  Number(value.slice('v1.xc20p.'.length, value.indexOf('.', 'v1.xc20p.'.length)));
 
 function firstDuplicate(values: readonly string[]): number {
   const seen = new Set<string>();
