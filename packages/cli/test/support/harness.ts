@@ -13,14 +13,13 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { startPublicServer } from '../../../server/test/foundation/server-process.js';
 
 export const ROOT = new URL('../../../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'packages/cli/dist/coffer.js');
-const SERVER = join(ROOT, 'packages/server/dist/main.js');
 
 let built = false;
 const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -86,17 +85,6 @@ export function tempDir(prefix: string): string {
   return dir;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 export interface TestServer {
   url: string;
   dataDir: string;
@@ -112,44 +100,7 @@ export interface TestServer {
 /** Starts `node packages/server/dist/main.js` on a free port with a fresh data directory. */
 export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
   const dataDir = tempDir('data');
-  const port = await freePort();
-  const url = `https://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [SERVER], {
-    env: {
-      PATH: process.env.PATH,
-      DATA_DIR: dataDir,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      HTTP_PORT: 'off',
-      PUBLIC_URL: url,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_SESSION: '100000',
-      RATE_LIMIT_API_KEY: '100000',
-      RATE_LIMIT_CI_TOKEN: '100000',
-      RATE_LIMIT_ANONYMOUS: '100000',
-      RATE_LIMIT_AUTH: '100000',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    const check = () => {
-      if (output.includes('Coffer listening on')) {
-        clearTimeout(timer);
-        child.stdout!.off('data', check);
-        resolve();
-      }
-    };
-    child.stdout!.on('data', check);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
-    });
-  });
+  const { child, url } = await startPublicServer(dataDir, env);
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { TLSSocket } from 'node:tls';
@@ -132,6 +133,73 @@ export async function startServerProcess(
       return exited;
     },
   };
+}
+
+/** A port of 127.0.0.1 free right now, for a PUBLIC_URL that must name it before the server starts. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * The built server as the CLI's and the dashboard's tests run it: HTTPS with
+ * its generated certificate on a free port of 127.0.0.1 (`url`, also its
+ * PUBLIC_URL), data in `dataDir`, nothing from this environment but PATH, rate
+ * limits out of the way, logs at `warn`. Resolves once it listens; throws with
+ * what it printed if it exits first. `output` keeps collecting.
+ */
+export async function startPublicServer(
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; output(): string }> {
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [SERVER_MAIN], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      HTTP_PORT: 'off',
+      PUBLIC_URL: url,
+      LOG_LEVEL: 'warn',
+      // A test acts faster than a person: the budgets are not under test here.
+      RATE_LIMIT_SESSION: '100000',
+      RATE_LIMIT_API_KEY: '100000',
+      RATE_LIMIT_CI_TOKEN: '100000',
+      RATE_LIMIT_ANONYMOUS: '100000',
+      RATE_LIMIT_AUTH: '100000',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    const check = () => {
+      if (!output.includes('Coffer listening on')) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', check);
+      child.off('exit', exited);
+      resolve();
+    };
+    const exited = (code: number | null) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output}`));
+    };
+    child.stdout!.on('data', check);
+    child.once('exit', exited);
+  });
+  return { child, url, output: () => output };
 }
 
 /** Spawns the server without waiting (for tests of start-up failures). */

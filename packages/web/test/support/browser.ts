@@ -5,7 +5,7 @@
 // uncaught error, no CSP report, no request leaving the server's origin, no
 // console line holding a secret value.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   existsSync,
@@ -18,7 +18,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -39,6 +38,7 @@ import {
   type VaultSession,
 } from '@coffer/sdk';
 import { transportFetch } from '../../../cli/src/transport.js';
+import { startPublicServer } from '../../../server/test/foundation/server-process.js';
 
 export const ROOT = new URL('../../../../', import.meta.url).pathname;
 const SERVER = join(ROOT, 'packages/server/dist/main.js');
@@ -138,17 +138,6 @@ export function serviceMissing(t: TestContext, what: string): void {
 
 export const hasChromium = () => existsSync(CHROMIUM);
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 /** A fresh database on the PostgreSQL server at COFFER_TEST_DATABASE_URL, for one server process. */
 export async function createPostgresDatabase(
   adminUrl: string,
@@ -198,47 +187,7 @@ export interface Coffer {
 export async function startCoffer(env: Record<string, string> = {}): Promise<Coffer> {
   ensureBuilt();
   const dataDir = mkdtempSync(join(tmpdir(), 'coffer-web-'));
-  const port = await freePort();
-  const url = `https://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [SERVER], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      DATA_DIR: dataDir,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      HTTP_PORT: 'off',
-      PUBLIC_URL: url,
-      LOG_LEVEL: 'warn',
-      // A test clicks faster than a person: the budgets are not under test here.
-      RATE_LIMIT_SESSION: '100000',
-      RATE_LIMIT_API_KEY: '100000',
-      RATE_LIMIT_CI_TOKEN: '100000',
-      RATE_LIMIT_ANONYMOUS: '100000',
-      RATE_LIMIT_AUTH: '100000',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    const check = () => {
-      if (!output.includes('Coffer listening on')) return;
-      clearTimeout(timer);
-      child.stdout!.off('data', check);
-      child.off('exit', exited);
-      resolve();
-    };
-    const exited = (code: number | null) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
-    };
-    child.stdout!.on('data', check);
-    child.once('exit', exited);
-  });
+  const { child, url, output } = await startPublicServer(dataDir, env);
   const caFile = join(dataDir, 'tls', 'cert.pem');
   let fetchImpl: typeof fetch | null = null;
   const client = async () =>
@@ -248,7 +197,7 @@ export async function startCoffer(env: Record<string, string> = {}): Promise<Cof
     dataDir,
     caFile,
     process: child,
-    output: () => output,
+    output,
     async invitationLink(email) {
       const deadline = Date.now() + 20_000;
       for (;;) {
