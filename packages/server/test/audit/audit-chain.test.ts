@@ -11,13 +11,8 @@ import { verifyAuditChains, type ChainReport } from '../../src/domains/audit/cha
 import { startTestApp, type TestApp } from '../support/app.js';
 import { DIALECTS } from '../support/db.js';
 import { ensureCommandBuilt, SERVER_COMMAND } from '../support/command.js';
-import {
-  createProject,
-  createToken,
-  putSecret,
-  secretsUrl,
-  type TestProject,
-} from '../secrets/fixtures.js';
+import { projectWithVault, type VaultProject } from '../support/vault.js';
+import { createToken, putSecret, secretsUrl } from '../secrets/fixtures.js';
 
 /** Runs `coffer-server audit verify` against the test's database, as an operator would. */
 function verifyCommand(t: TestApp): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -41,7 +36,7 @@ function verifyCommand(t: TestApp): Promise<{ code: number; stdout: string; stde
 for (const dialect of DIALECTS) {
   describe(`audit hash chain (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     const db = () => t.testDb.db.kysely;
     const chainOf = (reports: ChainReport[]) => reports.find((r) => r.projectId === project.id)!;
     const events = () =>
@@ -55,7 +50,7 @@ for (const dialect of DIALECTS) {
     before(async () => {
       ensureCommandBuilt();
       t = await startTestApp(dialect);
-      project = await createProject(t);
+      project = await projectWithVault(t);
       // Writers of one project at once, in two environments, and token reads that
       // are buffered and written in batches: the chain must come out whole.
       const token = await createToken(t, project, 'api_key', {

@@ -3,17 +3,10 @@ import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { DIALECTS } from '../support/db.js';
 import { signUp, type TestUser } from '../support/users.js';
-import {
-  addMember,
-  createProject,
-  createToken,
-  errorOf,
-  eventually,
-  expectStatus,
-  putSecret,
-  secretsUrl,
-  type TestProject,
-} from '../secrets/fixtures.js';
+import { errorOf, eventually, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
+import { projectWithVault, type VaultProject } from '../support/vault.js';
+import { createToken, putSecret, secretsUrl } from '../secrets/fixtures.js';
 
 const EVENT_KEYS = [
   'action',
@@ -42,7 +35,7 @@ interface AuditEvent {
 for (const dialect of DIALECTS) {
   describe(`audit events endpoint (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     let dev: TestUser;
     let viewer: TestUser;
     let url: string;
@@ -50,9 +43,9 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       t = await startTestApp(dialect);
-      project = await createProject(t);
-      dev = await addMember(t, project, 'developer');
-      viewer = await addMember(t, project, 'viewer');
+      project = await projectWithVault(t);
+      dev = (await addMember(t, project.admin, project.id, 'developer')).user;
+      viewer = (await addMember(t, project.admin, project.id, 'viewer')).user;
       url = `/v1/projects/${project.id}/audit-events`;
       t.clock.advance(60_000);
       await putSecret(t, project, project.env.staging, 'EARLY', 'x', dev.headers);
@@ -61,7 +54,7 @@ for (const dialect of DIALECTS) {
       t.clock.advance(60_000);
       await putSecret(t, project, project.env.staging, 'LATE', 'x', project.admin.headers);
       // Activity in another project never shows up here.
-      const other = await createProject(t);
+      const other = await projectWithVault(t);
       await putSecret(t, other, other.env.staging, 'OTHER', 'x', other.admin.headers);
     });
     after(async () => t.close());

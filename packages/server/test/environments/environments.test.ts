@@ -5,16 +5,10 @@ import { newId } from '../../src/ids.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { DIALECTS } from '../support/db.js';
 import { signUp, type TestUser } from '../support/users.js';
-import {
-  addMember,
-  createProject,
-  createToken,
-  dataOf,
-  errorOf,
-  expectStatus,
-  putSecret,
-  type TestProject,
-} from '../secrets/fixtures.js';
+import { dataOf, errorOf, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
+import { projectWithVault, type VaultProject } from '../support/vault.js';
+import { createToken, putSecret } from '../secrets/fixtures.js';
 
 const ENVIRONMENT_KEYS = [
   'created_at',
@@ -30,16 +24,16 @@ const keysOf = (o: object) => Object.keys(o).sort();
 for (const dialect of DIALECTS) {
   describe(`environments (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     let dev: TestUser;
     let viewer: TestUser;
     let url: string;
 
     before(async () => {
       t = await startTestApp(dialect);
-      project = await createProject(t);
-      dev = await addMember(t, project, 'developer');
-      viewer = await addMember(t, project, 'viewer');
+      project = await projectWithVault(t);
+      dev = (await addMember(t, project.admin, project.id, 'developer')).user;
+      viewer = (await addMember(t, project.admin, project.id, 'viewer')).user;
       url = `/v1/projects/${project.id}/environments`;
     });
     after(async () => t.close());
@@ -117,7 +111,7 @@ for (const dialect of DIALECTS) {
       const derived = await create(dev.headers, { name: 'Production' });
       assert.equal(derived.statusCode, 409);
       // The same slug in another project is fine.
-      const other = await createProject(t);
+      const other = await projectWithVault(t);
       expectStatus(
         await t.request({
           method: 'POST',

@@ -2,25 +2,13 @@ import { generateBearer, ready, TOKEN_PREFIXES } from '@coffer/sdk';
 import { hashToken } from '../../src/domains/identity/credentials.js';
 import { newId } from '../../src/ids.js';
 import type { TestApp } from '../support/app.js';
-import type { TestUser } from '../support/users.js';
 
 /**
- * A project created through the real route, and API keys / CI tokens written
- * straight into their tables (bearer from the SDK, stored hashed, exactly as
- * the resolver reads them): the rate-limit tests need each credential kind,
- * not the token domain's issuing rules, which its own tests cover.
+ * API keys / CI tokens written straight into their tables (bearer from the SDK,
+ * stored hashed, exactly as the resolver reads them): the rate-limit tests need
+ * each credential kind, not the token domain's issuing rules, which its own
+ * tests cover.
  */
-export async function createProject(t: TestApp, user: TestUser, name = 'p'): Promise<string> {
-  const res = await t.request({
-    method: 'POST',
-    url: '/v1/projects',
-    headers: user.headers,
-    body: { name },
-  });
-  if (res.statusCode !== 201) throw new Error(`project creation failed: ${res.body}`);
-  return (res.data as { data: { id: string } }).data.id;
-}
-
 export async function insertBearer(
   t: TestApp,
   kind: 'api_key' | 'ci_token',

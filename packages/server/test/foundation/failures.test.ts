@@ -5,7 +5,8 @@ import pg from 'pg';
 import { DIALECTS, POSTGRES_URL } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { signUp } from '../support/users.js';
-import { createProject, insertBearer } from './credentials.js';
+import { createProject } from '../support/projects.js';
+import { insertBearer } from './credentials.js';
 import { LogCapture } from './log-capture.js';
 import { serviceMissing } from './server-process.js';
 
@@ -59,7 +60,7 @@ for (const dialect of DIALECTS) {
     it('a failing credential lookup is a generic 500 with the rate-limit headers', async () => {
       t = await startTestApp(dialect);
       const user = await signUp(t);
-      const projectId = await createProject(t, user);
+      const projectId = (await createProject(t, user)).id;
       const token = await insertBearer(t, 'api_key', projectId, user.id);
       await dropTable(t, 'api_keys');
       const res = await t.request({

@@ -4,7 +4,8 @@ import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
 import type { App } from '../../src/app.js';
-import { createProject, insertBearer } from './credentials.js';
+import { createProject } from '../support/projects.js';
+import { insertBearer } from './credentials.js';
 import { LogCapture } from './log-capture.js';
 import { redact } from '../../src/http/logging.js';
 
@@ -42,7 +43,7 @@ for (const dialect of DIALECTS) {
         routes: carelessRoutes,
       });
       user = await signUp(t);
-      apiKey = await insertBearer(t, 'api_key', await createProject(t, user), user.id);
+      apiKey = await insertBearer(t, 'api_key', (await createProject(t, user)).id, user.id);
       const sent = [
         await t.request({
           method: 'GET',

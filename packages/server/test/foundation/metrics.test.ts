@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { POSTGRES_URL } from '../support/db.js';
-import { createProject, secretsUrl } from '../secrets/fixtures.js';
+import { projectWithVault } from '../support/vault.js';
+import { secretsUrl } from '../secrets/fixtures.js';
 import { send, serviceMissing, startServerProcess } from './server-process.js';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
@@ -98,7 +99,7 @@ describe('metrics with METRICS_TOKEN (public port)', () => {
 
   it('counts requests by route template and status, refusals by budget, and the listing cache', async () => {
     const first = await scrape();
-    const project = await createProject(t);
+    const project = await projectWithVault(t);
     for (let i = 0; i < 3; i++) await t.request({ method: 'GET', url: '/healthz' });
     // Budget of 2 per minute for requests without a credential: the third is refused.
     for (let i = 0; i < 3; i++) await t.request({ method: 'GET', url: '/v1/me' });

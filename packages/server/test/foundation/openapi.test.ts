@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
-import { createProject, insertBearer } from './credentials.js';
+import { createProject } from '../support/projects.js';
+import { insertBearer } from './credentials.js';
 import type { App } from '../../src/app.js';
 import { ERROR_STATUS } from '../../src/errors.js';
 
@@ -322,7 +323,7 @@ describe('API reference', () => {
   it('what the document says about credentials is what the server does', async () => {
     // A signed-in admin's project, an admin API key and a CI token of it.
     const user: TestUser = await signUp(t);
-    const projectId = await createProject(t, user);
+    const projectId = (await createProject(t, user)).id;
     const apiKey = await insertBearer(t, 'api_key', projectId, user.id);
     await t.testDb.db.kysely
       .updateTable('api_keys')

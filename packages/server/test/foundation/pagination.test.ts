@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
-import { createProject } from './credentials.js';
+import { createProject } from '../support/projects.js';
 
 interface Page {
   data: { id: string; name: string; created_at: string }[];
@@ -27,7 +27,7 @@ for (const dialect of DIALECTS) {
         // so the order must break ties (on id) to page consistently.
         if (i % 3 !== 0) t.clock.advance(1);
         const name = `project ${String((i * 17) % PROJECTS).padStart(2, '0')}`;
-        created.push({ id: await createProject(t, user, name), name });
+        created.push({ id: (await createProject(t, user, name)).id, name });
       }
       // A project of someone else never shows up, nor counts in the total.
       await createProject(t, await signUp(t), 'not mine');

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
-import { createProject, insertBearer } from './credentials.js';
+import { createProject } from '../support/projects.js';
+import { insertBearer } from './credentials.js';
 
 interface Budget {
   limit: number;
@@ -48,7 +49,7 @@ for (const dialect of DIALECTS) {
         // Users are created with high limits; the budgets under test start afterwards.
         t = await startTestApp(dialect, { env: DEFAULT_LIMITS });
         user = await signUp(t);
-        const projectId = await createProject(t, user);
+        const projectId = (await createProject(t, user)).id;
         apiKey = await insertBearer(t, 'api_key', projectId, user.id);
         ciToken = await insertBearer(t, 'ci_token', projectId, user.id);
         t.clock.advance(60_000);
@@ -97,7 +98,7 @@ for (const dialect of DIALECTS) {
         setup = await startTestApp(dialect);
         alice = await signUp(setup);
         bob = await signUp(setup);
-        const projectId = await createProject(setup, alice);
+        const projectId = (await createProject(setup, alice)).id;
         keyA = await insertBearer(setup, 'api_key', projectId, alice.id);
         keyB = await insertBearer(setup, 'api_key', projectId, alice.id);
         ciToken = await insertBearer(setup, 'ci_token', projectId, alice.id);

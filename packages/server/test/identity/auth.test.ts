@@ -12,7 +12,8 @@ import {
 } from '@coffer/sdk';
 import { buildApp } from '../../src/app.js';
 import { DIALECTS } from '../support/db.js';
-import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { dataOf, errorOf } from '../support/http.js';
 import {
   TEST_KDF_COST,
   logIn,
@@ -22,12 +23,6 @@ import {
   uniqueEmail,
   type TestUser,
 } from '../support/users.js';
-
-type ErrorBody = {
-  error: { code: string; message: string; details?: { field: string; issue: string }[] };
-};
-const errorOf = (res: TestResponse) => (res.data as ErrorBody).error;
-const dataOf = <T>(res: TestResponse) => (res.data as { data: T }).data;
 
 const prelogin = async (t: TestApp, email: string) => {
   const res = await t.request({ method: 'POST', url: '/v1/auth/prelogin', body: { email } });

@@ -13,10 +13,8 @@ import {
 } from '@coffer/sdk';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { errorOf } from '../support/http.js';
 import { TEST_KDF_COST, logIn, signUp, uniqueEmail, type TestUser } from '../support/users.js';
-
-const errorOf = (res: TestResponse) =>
-  (res.data as { error: { code: string; message: string } }).error;
 
 /** What a client sends to store a new password: parameters, auth key, re-wrapped keys. */
 function newPasswordMaterial(keys: UserKeys, password: string) {

@@ -3,12 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { ready } from '@coffer/sdk';
 import { buildApp } from '../../src/app.js';
 import { DIALECTS } from '../support/db.js';
-import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { errorOf } from '../support/http.js';
 import { logIn, signUp } from '../support/users.js';
 import { insertApiKey, insertProject } from './fixtures.js';
 
 const DAY = 24 * 60 * 60 * 1000;
-const errorOf = (res: TestResponse) => (res.data as { error: { code: string } }).error;
 
 interface SessionItem {
   id: string;

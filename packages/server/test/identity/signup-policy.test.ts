@@ -5,12 +5,12 @@ import { prepareSignUp, ready } from '@coffer/sdk';
 import { hashToken } from '../../src/domains/identity/credentials.js';
 import { newId } from '../../src/ids.js';
 import { DIALECTS } from '../support/db.js';
-import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { errorOf } from '../support/http.js';
 import { TEST_KDF_COST, signUp, uniqueEmail, type TestUser } from '../support/users.js';
 import { insertProject } from './fixtures.js';
 
 const DAY = 24 * 60 * 60 * 1000;
-const errorOf = (res: TestResponse) => (res.data as { error: { code: string } }).error;
 
 /**
  * A pending invitation as the members domain stores it: an `invited` user row

@@ -4,16 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail, type TestUser } from '../support/users.js';
-import {
-  addMember,
-  as,
-  createProject,
-  dataOf,
-  errorOf,
-  eventually,
-  invitationTokenIn,
-  invite,
-} from './fixtures.js';
+import { as, dataOf, errorOf, eventually } from '../support/http.js';
+import { addMember, createProject, invite } from '../support/projects.js';
+import { invitationTokenIn } from './fixtures.js';
 import { startSmtpServer, type TestSmtpServer } from './smtp.js';
 
 /**

@@ -4,51 +4,9 @@ import { generateBearer, ready } from '@coffer/sdk';
 import { hashToken } from '../../src/domains/identity/credentials.js';
 import { newId } from '../../src/ids.js';
 import type { Role } from '../../src/http/principal.js';
-import type { TestApp, TestResponse } from '../support/app.js';
-import { signUp, type TestUser } from '../support/users.js';
-
-/** Headers of a bearer-authenticated request (API key or CI token). */
-export type BearerHeaders = { authorization: string };
-export type Caller = TestUser | BearerHeaders;
-
-const headersOf = (caller: Caller | null): Record<string, string> =>
-  caller === null
-    ? {}
-    : 'headers' in caller
-      ? caller.headers
-      : { authorization: caller.authorization };
-
-/** A request as `caller` (a signed-in test user, a bearer, or `null`: anonymous). */
-export function as(
-  t: TestApp,
-  caller: Caller | null,
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
-  url: string,
-  body?: unknown,
-): Promise<TestResponse> {
-  return t.request({
-    method,
-    url,
-    headers: headersOf(caller),
-    ...(body !== undefined ? { body: body as object } : {}),
-  });
-}
-
-/** Asserts a status and returns the `data` of the body. */
-export function dataOf<T = Record<string, unknown>>(res: TestResponse, status: number): T {
-  assert.equal(res.statusCode, status, res.body);
-  return (res.data as { data: T }).data;
-}
-
-/** Asserts a Form A error with this status and code; returns the error object. */
-export function errorOf(res: TestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  const error = (
-    res.data as { error: { code: string; details?: { field: string; issue: string }[] } }
-  ).error;
-  assert.equal(error.code, code, res.body);
-  return error;
-}
+import type { TestApp } from '../support/app.js';
+import { as, errorOf, type BearerHeaders, type Caller } from '../support/http.js';
+import type { TestUser } from '../support/users.js';
 
 /** Exactly these keys, no more, no fewer. */
 export function assertKeys(value: unknown, keys: readonly string[], what = 'object'): void {
@@ -74,27 +32,6 @@ export async function assertRejectedQueries(
 
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-export async function createProject(
-  t: TestApp,
-  admin: TestUser,
-  name = `Project ${randomBytes(3).toString('hex')}`,
-): Promise<{ id: string; name: string }> {
-  return dataOf(await as(t, admin, 'POST', '/v1/projects', { name }), 201);
-}
-
-export async function invite(
-  t: TestApp,
-  admin: Caller,
-  projectId: string,
-  email: string,
-  role: Role,
-): Promise<{ id: string; user: { id: string; email: string; name: string } }> {
-  return dataOf(
-    await as(t, admin, 'POST', `/v1/projects/${projectId}/members`, { email, role }),
-    201,
-  );
-}
-
 /**
  * The token of invitation `memberId`, read as its invitee would: from the
  * `/invite?token=…` link of the e-mail that names this invitation.
@@ -105,20 +42,6 @@ export function invitationTokenIn(
 ): string | undefined {
   const mail = mails.find((m) => m.text.includes(memberId));
   return mail && /\/invite\?token=([A-Za-z0-9_-]{43})/.exec(mail.text)?.[1];
-}
-
-/** A new user who is invited with `role` and accepts: an active member. */
-export async function addMember(
-  t: TestApp,
-  admin: Caller,
-  projectId: string,
-  role: Role,
-  name?: string,
-): Promise<{ user: TestUser; memberId: string }> {
-  const user = await signUp(t, name ? { name } : {});
-  const { id } = await invite(t, admin, projectId, user.email, role);
-  dataOf(await as(t, user, 'POST', `/v1/invitations/${id}/accept`), 200);
-  return { user, memberId: id };
 }
 
 /**
@@ -248,17 +171,5 @@ export async function assertSortOrders<R extends { id: string }>(
   }
 }
 
-/** Waits (without asserting on time) until `check` returns a value, or fails after `ms`. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | null | false>,
-  what: string,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+// The fuzz campaign still reads it from here.
+export { eventually } from '../support/http.js';

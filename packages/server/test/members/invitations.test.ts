@@ -5,20 +5,15 @@ import { expireLapsedInvitations } from '../../src/domains/members/invitation-ex
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail } from '../support/users.js';
+import { as, dataOf, errorOf, eventually } from '../support/http.js';
+import { addMember, createProject, invite } from '../support/projects.js';
 import {
-  assertRejectedQueries,
-  ISO_MS,
-  addMember,
-  as,
   assertKeys,
+  assertRejectedQueries,
   assertSortOrders,
   createApiKey,
-  createProject,
-  dataOf,
-  errorOf,
-  eventually,
   invitationTokenIn,
-  invite,
+  ISO_MS,
 } from './fixtures.js';
 import { startSmtpServer, type TestSmtpServer } from './smtp.js';
 

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
-import { as, createProject, dataOf, invite, type Caller } from './fixtures.js';
+import { as, dataOf, type Caller } from '../support/http.js';
+import { createProject, invite } from '../support/projects.js';
 
 const ROUNDS = 4;
 

@@ -3,20 +3,16 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail, type TestUser } from '../support/users.js';
+import { as, dataOf, errorOf } from '../support/http.js';
+import { addMember, createProject, invite } from '../support/projects.js';
 import {
-  assertRejectedQueries,
-  ISO_MS,
-  addMember,
-  as,
   assertKeys,
+  assertRejectedQueries,
   assertSortOrders,
   createApiKey,
-  createProject,
-  dataOf,
-  errorOf,
   grantCount,
   insertUserGrant,
-  invite,
+  ISO_MS,
 } from './fixtures.js';
 
 const UPDATED_KEYS = ['id', 'project_id', 'user', 'role', 'status', 'updated_at'];

@@ -13,7 +13,8 @@ import { enqueueEmail } from '../../src/domains/mail/outbox.js';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail } from '../support/users.js';
-import { as, createProject, eventually, invite } from './fixtures.js';
+import { as, eventually } from '../support/http.js';
+import { createProject, invite } from '../support/projects.js';
 import { parseMail, startSmtpServer, type TestSmtpServer } from './smtp.js';
 
 const FAST_POLL = { OUTBOX_POLL_MS: '20' };

@@ -3,16 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail } from '../support/users.js';
-import {
-  addMember,
-  as,
-  createApiKey,
-  createCiToken,
-  createProject,
-  dataOf,
-  invite,
-  type Caller,
-} from './fixtures.js';
+import { as, dataOf, type Caller } from '../support/http.js';
+import { addMember, createProject, invite } from '../support/projects.js';
+import { createApiKey, createCiToken } from './fixtures.js';
 
 /**
  * The Form A role table for projects and members, cell by cell: every kind of

@@ -20,7 +20,8 @@ import {
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail, type TestUser } from '../support/users.js';
-import { eventually, invitationTokenIn } from './fixtures.js';
+import { eventually } from '../support/http.js';
+import { invitationTokenIn } from './fixtures.js';
 import { outboxMails } from './smtp.js';
 
 /**

@@ -3,20 +3,16 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
+import { as, dataOf, errorOf } from '../support/http.js';
+import { addMember, createProject, invite } from '../support/projects.js';
 import {
-  assertRejectedQueries,
-  ISO_MS,
-  addMember,
-  as,
   assertKeys,
+  assertRejectedQueries,
   assertSortOrders,
   createApiKey,
   createCiToken,
-  createProject,
-  dataOf,
-  errorOf,
   insertUserGrant,
-  invite,
+  ISO_MS,
 } from '../members/fixtures.js';
 
 const PROJECT_KEYS = ['id', 'name', 'description', 'created_at', 'updated_at', 'role'];

@@ -1,157 +1,14 @@
-// Shared set-up for the environments, secrets and audit tests: a project with
-// members of every role, tokens, and real envelopes from the SDK's crypto.
+// Set-up for the environments, secrets and audit tests beside a project with a
+// vault (../support/vault.ts): tokens, and secrets written with real envelopes.
 import { randomBytes } from 'node:crypto';
-import {
-  createGrant,
-  deriveEnvironmentKey,
-  encryptSecretValue,
-  generateBearer,
-  generateProjectKey,
-  ready,
-} from '@coffer/sdk';
+import { generateBearer, ready } from '@coffer/sdk';
 import { hashToken } from '../../src/domains/identity/credentials.js';
+import type { Role } from '../../src/http/principal.js';
 import { newId } from '../../src/ids.js';
 import type { TestApp, TestResponse } from '../support/app.js';
-import { signUp, type TestUser } from '../support/users.js';
+import { envelope, type Environment, type VaultProject } from '../support/vault.js';
 
-export type Role = 'admin' | 'developer' | 'viewer';
 export type Scopes = Record<string, 'read' | 'read_write'>;
-
-export interface TestEnvironment {
-  id: string;
-  slug: string;
-}
-
-export interface TestProject {
-  id: string;
-  admin: TestUser;
-  env: { development: TestEnvironment; staging: TestEnvironment; production: TestEnvironment };
-  /** The project key of the current epoch, generated in the test (see `initVault`). */
-  pmk: Uint8Array;
-  epoch: number;
-}
-
-export function expectStatus(res: TestResponse, status: number): void {
-  if (res.statusCode !== status) {
-    throw new Error(`expected ${status}, got ${res.statusCode}: ${res.body}`);
-  }
-}
-
-/** `{ data }` of a response, typed loosely for assertions. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const dataOf = (res: TestResponse): any => (res.data as { data: unknown }).data;
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const errorOf = (res: TestResponse): any => (res.data as { error: unknown }).error;
-
-/** A signed-up admin's new project (with its default environments) and an initialised vault. */
-export async function createProject(t: TestApp): Promise<TestProject> {
-  await ready();
-  const admin = await signUp(t);
-  const created = await t.request({
-    method: 'POST',
-    url: '/v1/projects',
-    headers: admin.headers,
-    body: { name: `Project ${randomBytes(3).toString('hex')}` },
-  });
-  expectStatus(created, 201);
-  const id = dataOf(created).id as string;
-  const envs = await t.request({
-    method: 'GET',
-    url: `/v1/projects/${id}/environments?per_page=100`,
-    headers: admin.headers,
-  });
-  expectStatus(envs, 200);
-  const bySlug = Object.fromEntries(
-    (dataOf(envs) as TestEnvironment[]).map((e) => [e.slug, { id: e.id, slug: e.slug }]),
-  );
-  const project: TestProject = {
-    id,
-    admin,
-    env: {
-      development: bySlug.development!,
-      staging: bySlug.staging!,
-      production: bySlug.production!,
-    },
-    pmk: generateProjectKey(),
-    epoch: 0,
-  };
-  await initVault(t, project);
-  return project;
-}
-
-/**
- * Initialises the vault as the SDK does: the admin's first self-grant of a
- * project key at epoch 1 (`POST …/vault/grants`). The test plays the admin's
- * client and keeps the key; the server only ever sees the sealed grant.
- */
-export async function initVault(t: TestApp, project: TestProject): Promise<void> {
-  const { admin } = project;
-  const grant = createGrant({
-    key: project.pmk,
-    kind: 'project_key',
-    projectId: project.id,
-    epoch: 1,
-    recipientId: admin.id,
-    recipientPublicKey: admin.keys.encryption.publicKey,
-    granterId: admin.id,
-    granterSigningSecretKey: admin.keys.signing.secretKey,
-  });
-  const res = await t.request({
-    method: 'POST',
-    url: `/v1/projects/${project.id}/vault/grants`,
-    headers: admin.headers,
-    body: {
-      grants: [
-        {
-          recipient_id: grant.recipient_id,
-          epoch: grant.epoch,
-          sealed_key: grant.sealed_key,
-          signature: grant.signature,
-        },
-      ],
-    },
-  });
-  expectStatus(res, 200);
-  project.epoch = 1;
-}
-
-/** A real envelope for `value`, bound to the project, environment, name and epoch. */
-export function envelope(
-  project: TestProject,
-  environmentId: string,
-  name: string,
-  value: string,
-  epoch = project.epoch,
-): string {
-  return encryptSecretValue({
-    environmentKey: deriveEnvironmentKey(project.pmk, project.id, environmentId, epoch),
-    projectId: project.id,
-    environmentId,
-    name,
-    epoch,
-    value,
-  });
-}
-
-/** Signs up a user, invites them with `role` and accepts: an active member. */
-export async function addMember(t: TestApp, project: TestProject, role: Role): Promise<TestUser> {
-  const user = await signUp(t);
-  const invited = await t.request({
-    method: 'POST',
-    url: `/v1/projects/${project.id}/members`,
-    headers: project.admin.headers,
-    body: { email: user.email, role },
-  });
-  expectStatus(invited, 201);
-  const accepted = await t.request({
-    method: 'POST',
-    url: `/v1/invitations/${dataOf(invited).id}/accept`,
-    headers: user.headers,
-  });
-  expectStatus(accepted, 200);
-  return user;
-}
 
 /**
  * An API key or CI token row with a real bearer, as the token routes store it
@@ -160,7 +17,7 @@ export async function addMember(t: TestApp, project: TestProject, role: Role): P
  */
 export async function createToken(
   t: TestApp,
-  project: TestProject,
+  project: VaultProject,
   kind: 'api_key' | 'ci_token',
   scopes: Scopes,
   role: Role = 'developer',
@@ -196,14 +53,14 @@ export async function createToken(
   return { id, headers: { authorization: `Bearer ${bearer}` } };
 }
 
-export const secretsUrl = (project: TestProject, env: string, rest = '') =>
+export const secretsUrl = (project: VaultProject, env: string, rest = '') =>
   `/v1/projects/${project.id}/environments/${env}/secrets${rest}`;
 
 /** PUT one secret as `headers`; returns the response. */
 export function putSecret(
   t: TestApp,
-  project: TestProject,
-  env: TestEnvironment,
+  project: VaultProject,
+  env: Environment,
   name: string,
   value: string,
   headers: Record<string, string>,
@@ -215,14 +72,4 @@ export function putSecret(
     headers,
     body: { value: envelope(project, env.id, name, value), ...extra },
   });
-}
-
-/** Polls until `check` passes: buffered audit events are written within a flush interval. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 100; i++) {
-    const result = await check();
-    if (result !== undefined) return result;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }

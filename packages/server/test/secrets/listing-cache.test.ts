@@ -10,16 +10,10 @@ import { ListingCache } from '../../src/domains/secrets/listing-cache.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { DIALECTS } from '../support/db.js';
 import type { TestUser } from '../support/users.js';
-import {
-  addMember,
-  createProject,
-  dataOf,
-  eventually,
-  expectStatus,
-  putSecret,
-  secretsUrl,
-  type TestProject,
-} from './fixtures.js';
+import { dataOf, eventually, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
+import { projectWithVault, type VaultProject } from '../support/vault.js';
+import { putSecret, secretsUrl } from './fixtures.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -86,16 +80,16 @@ describe('ListingCache (unit)', () => {
 for (const dialect of DIALECTS) {
   describe(`secret listing ETag and cache (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     let dev: TestUser;
     let viewer: TestUser;
     const cache = new ListingCache();
 
     before(async () => {
       t = await startTestApp(dialect, { deps: { listingCache: cache } });
-      project = await createProject(t);
-      dev = await addMember(t, project, 'developer');
-      viewer = await addMember(t, project, 'viewer');
+      project = await projectWithVault(t);
+      dev = (await addMember(t, project.admin, project.id, 'developer')).user;
+      viewer = (await addMember(t, project.admin, project.id, 'viewer')).user;
       await putSecret(t, project, project.env.staging, 'FIRST', 'one', dev.headers);
     });
     after(async () => t.close());
@@ -235,7 +229,7 @@ for (const dialect of DIALECTS) {
 
   describe(`secret listings across two instances with Redis (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     let dev: TestUser;
     let cacheA: ListingCache;
     let cacheB: ListingCache;
@@ -266,8 +260,8 @@ for (const dialect of DIALECTS) {
       }
       appB = await buildApp({ config: t.config, db: dbB, clock: t.clock, listingCache: cacheB });
       await appB.ready();
-      project = await createProject(t);
-      dev = await addMember(t, project, 'developer');
+      project = await projectWithVault(t);
+      dev = (await addMember(t, project.admin, project.id, 'developer')).user;
       await putSecret(t, project, project.env.staging, 'SHARED', 'v1', dev.headers);
     });
     after(async () => {

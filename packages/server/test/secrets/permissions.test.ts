@@ -3,20 +3,15 @@ import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { DIALECTS } from '../support/db.js';
 import type { TestUser } from '../support/users.js';
+import { dataOf, errorOf, eventually, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
 import {
-  addMember,
-  createProject,
-  createToken,
-  dataOf,
   envelope,
-  errorOf,
-  eventually,
-  expectStatus,
-  putSecret,
-  secretsUrl,
-  type TestEnvironment,
-  type TestProject,
-} from './fixtures.js';
+  projectWithVault,
+  type Environment,
+  type VaultProject,
+} from '../support/vault.js';
+import { createToken, putSecret, secretsUrl } from './fixtures.js';
 
 type Headers = Record<string, string>;
 const PLAINTEXT = 'plaintext-that-must-never-be-logged';
@@ -24,15 +19,15 @@ const PLAINTEXT = 'plaintext-that-must-never-be-logged';
 for (const dialect of DIALECTS) {
   describe(`secret permissions by role and token scope (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     let dev: TestUser;
     let viewer: TestUser;
 
     before(async () => {
       t = await startTestApp(dialect);
-      project = await createProject(t);
-      dev = await addMember(t, project, 'developer');
-      viewer = await addMember(t, project, 'viewer');
+      project = await projectWithVault(t);
+      dev = (await addMember(t, project.admin, project.id, 'developer')).user;
+      viewer = (await addMember(t, project.admin, project.id, 'viewer')).user;
       for (const env of [project.env.staging, project.env.production]) {
         expectStatus(await putSecret(t, project, env, 'SHARED_KEY', PLAINTEXT, dev.headers), 201);
       }
@@ -42,7 +37,7 @@ for (const dialect of DIALECTS) {
     const get = (env: string, headers: Headers, rest = '/SHARED_KEY') =>
       t.request({ method: 'GET', url: secretsUrl(project, env, rest), headers });
     const list = (env: string, headers: Headers) => get(env, headers, '');
-    const put = (env: TestEnvironment, headers: Headers, name = 'WRITTEN') =>
+    const put = (env: Environment, headers: Headers, name = 'WRITTEN') =>
       putSecret(t, project, env, name, 'x', headers);
     /** Whether every listed secret carries its value (true) or none does (false). */
     const valuesIn = (res: TestResponse): boolean => {
@@ -152,7 +147,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a token of another project gets 404', async () => {
-      const other = await createProject(t);
+      const other = await projectWithVault(t);
       const key = await createToken(t, other, 'api_key', { [other.env.staging.id]: 'read' });
       const res = await list('staging', key.headers);
       assert.equal(res.statusCode, 404);

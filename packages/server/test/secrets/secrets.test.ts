@@ -7,17 +7,10 @@ import { inSharedProjectTransaction, lockProject } from '../../src/db/database.j
 import { DIALECTS, POSTGRES_URL } from '../support/db.js';
 import { revisionBumpStatement } from '../../src/db/environment-write.js';
 import { serviceMissing } from '../foundation/server-process.js';
-import {
-  addMember,
-  createProject,
-  dataOf,
-  envelope,
-  errorOf,
-  expectStatus,
-  putSecret,
-  secretsUrl,
-  type TestProject,
-} from './fixtures.js';
+import { dataOf, errorOf, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
+import { envelope, projectWithVault, type VaultProject } from '../support/vault.js';
+import { putSecret, secretsUrl } from './fixtures.js';
 import type { TestUser } from '../support/users.js';
 
 const SECRET_KEYS = [
@@ -37,13 +30,13 @@ const keysOf = (o: object) => Object.keys(o).sort();
 for (const dialect of DIALECTS) {
   describe(`secrets (${dialect})`, () => {
     let t: TestApp;
-    let project: TestProject;
+    let project: VaultProject;
     let dev: TestUser;
 
     before(async () => {
       t = await startTestApp(dialect);
-      project = await createProject(t);
-      dev = await addMember(t, project, 'developer');
+      project = await projectWithVault(t);
+      dev = (await addMember(t, project.admin, project.id, 'developer')).user;
     });
     after(async () => t.close());
 
@@ -236,7 +229,7 @@ for (const dialect of DIALECTS) {
 
     it("every write bumps its environment's revision once, with its commit; a refused write leaves it", async () => {
       // A project of its own: the listing tests count the shared project's secrets.
-      const own = await createProject(t);
+      const own = await projectWithVault(t);
       const env = own.env.production;
       const revision = async () =>
         Number(
@@ -334,7 +327,7 @@ for (const dialect of DIALECTS) {
       it('a write waits for a holder of the project lock (a re-key) and then reads what it committed', async (context) => {
         if (!POSTGRES_URL)
           return serviceMissing(context, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-        const own = await createProject(t);
+        const own = await projectWithVault(t);
         const env = own.env.development;
         const db = t.testDb.db.kysely;
         const rekey = await db.startTransaction().execute();

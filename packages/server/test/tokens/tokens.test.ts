@@ -4,19 +4,10 @@ import { hashBearer, isWellFormedBearer, ready } from '@coffer/sdk';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import type { TestUser } from '../support/users.js';
-import {
-  addMember,
-  createApiKey,
-  dataOf,
-  errorOf,
-  expectStatus,
-  grantMember,
-  projectWithVault,
-  putSecret,
-  tokenRequest,
-  type TestToken,
-  type VaultProject,
-} from '../vault/support.js';
+import { dataOf, errorOf, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
+import { grantMember, projectWithVault, type VaultProject } from '../support/vault.js';
+import { createApiKey, putSecret, tokenRequest, type TestToken } from '../vault/support.js';
 
 const API_KEY_FIELDS = [
   'created_at',
@@ -45,8 +36,8 @@ for (const dialect of DIALECTS) {
   describe(`API keys and CI tokens (${dialect})`, () => {
     let t: TestApp;
     let project: VaultProject;
-    let developer: TestUser & { memberId: string };
-    let viewer: TestUser & { memberId: string };
+    let developer: TestUser;
+    let viewer: TestUser;
     let staging: string;
     let production: string;
 
@@ -54,27 +45,13 @@ for (const dialect of DIALECTS) {
       await ready();
       t = await startTestApp(dialect);
       project = await projectWithVault(t);
-      developer = await addMember(t, project, 'developer');
+      developer = (await addMember(t, project.admin, project.id, 'developer')).user;
       await grantMember(t, project, developer);
-      viewer = await addMember(t, project, 'viewer');
-      staging = project.environments.staging!.id;
-      production = project.environments.production!.id;
-      await putSecret(
-        t,
-        project,
-        developer.headers,
-        project.environments.staging!,
-        'DB',
-        'staging-db',
-      );
-      await putSecret(
-        t,
-        project,
-        developer.headers,
-        project.environments.production!,
-        'DB',
-        'prod-db',
-      );
+      viewer = (await addMember(t, project.admin, project.id, 'viewer')).user;
+      staging = project.env.staging.id;
+      production = project.env.production.id;
+      await putSecret(t, project, developer.headers, project.env.staging, 'DB', 'staging-db');
+      await putSecret(t, project, developer.headers, project.env.production, 'DB', 'prod-db');
     });
     after(async () => t.close());
 
@@ -235,19 +212,12 @@ for (const dialect of DIALECTS) {
           403,
         );
         expectStatus(
-          await putSecret(t, project, reader.headers, project.environments.staging!, 'DB', 'nope'),
+          await putSecret(t, project, reader.headers, project.env.staging, 'DB', 'nope'),
           403,
         );
         const writer = await createApiKey(t, project, 'developer', { [staging]: 'read_write' });
         expectStatus(
-          await putSecret(
-            t,
-            project,
-            writer.headers,
-            project.environments.staging!,
-            'DB',
-            'written',
-          ),
+          await putSecret(t, project, writer.headers, project.env.staging, 'DB', 'written'),
           200,
         );
         const viewerKey = await createApiKey(t, project, 'viewer', {});
@@ -420,7 +390,7 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(errorOf(refused).details, [
           { field: `scopes.${production}`, issue: 'read_only' },
         ]);
-        ({ res } = mint(keyHeaders, { [project.environments.development!.id]: 'read' }, {}, asKey));
+        ({ res } = mint(keyHeaders, { [project.env.development.id]: 'read' }, {}, asKey));
         refused = await res;
         expectStatus(refused, 403);
         assert.equal(errorOf(refused).details![0]!.issue, 'outside_scope');

@@ -1,50 +1,20 @@
-import assert from 'node:assert/strict';
 import {
   createGrant,
   decryptSecretValue,
   deriveEnvironmentKey,
-  encryptSecretValue,
-  generateProjectKey,
   generateTokenCredential,
   tokenKeysFromKeyPart,
   TOKEN_PREFIXES,
-  type Grant,
 } from '@coffer/sdk';
 import { randomBytes } from 'node:crypto';
-import type { TestApp, TestResponse } from '../support/app.js';
-import { signUp, type TestUser } from '../support/users.js';
+import type { Role } from '../../src/http/principal.js';
+import type { TestApp } from '../support/app.js';
+import { dataOf, expectStatus } from '../support/http.js';
+import { envelope, environmentKey, type Environment, type VaultProject } from '../support/vault.js';
 
 // Raw-HTTP helpers for the vault and token tests: the real routes, with the
 // SDK's crypto primitives doing what a client does. The SDK's high-level vault
 // operations are tested separately (packages/sdk/test/vault*.test.ts).
-
-export type Role = 'admin' | 'developer' | 'viewer';
-
-export interface Environment {
-  id: string;
-  slug: string;
-}
-
-export interface VaultProject {
-  id: string;
-  admin: TestUser;
-  /** The project key as the admin's client holds it (this test plays that client). */
-  pmk: Uint8Array;
-  epoch: number;
-  environments: Record<string, Environment>;
-}
-
-export function expectStatus(res: TestResponse, status: number): void {
-  assert.equal(res.statusCode, status, `expected ${status}, got ${res.statusCode}: ${res.body}`);
-}
-
-export const dataOf = <T>(res: TestResponse): T => (res.data as { data: T }).data;
-export const errorOf = (res: TestResponse) =>
-  (
-    res.data as {
-      error: { code: string; message: string; details?: Record<string, unknown>[] };
-    }
-  ).error;
 
 /** A random id of the given prefix, as the SDK makes for tokens (`key_`, `cit_`). */
 export function clientId(prefix: 'key' | 'cit'): string {
@@ -52,144 +22,6 @@ export function clientId(prefix: 'key' | 'cit'): string {
   let out = '';
   for (const byte of randomBytes(40)) if (byte < 248 && out.length < 20) out += alphabet[byte % 62];
   return `${prefix}_${out}`;
-}
-
-export function memberGrant(
-  pmk: Uint8Array,
-  projectId: string,
-  epoch: number,
-  granter: TestUser,
-  recipient: { id: string; publicKey: Uint8Array | string },
-): Grant {
-  return createGrant({
-    key: pmk,
-    kind: 'project_key',
-    projectId,
-    epoch,
-    recipientId: recipient.id,
-    recipientPublicKey: recipient.publicKey,
-    granterId: granter.id,
-    granterSigningSecretKey: granter.keys.signing.secretKey,
-  });
-}
-
-export const grantBody = (g: Grant) => ({
-  recipient_id: g.recipient_id,
-  epoch: g.epoch,
-  sealed_key: g.sealed_key,
-  signature: g.signature,
-});
-
-/** Creates a project through the API and initialises its vault with the admin's self-grant. */
-export async function projectWithVault(t: TestApp, admin?: TestUser): Promise<VaultProject> {
-  const owner = admin ?? (await signUp(t));
-  const created = await t.request({
-    method: 'POST',
-    url: '/v1/projects',
-    headers: owner.headers,
-    body: { name: `Project ${randomBytes(3).toString('hex')}` },
-  });
-  expectStatus(created, 201);
-  const projectId = dataOf<{ id: string }>(created).id;
-  const pmk = generateProjectKey();
-  const self = memberGrant(pmk, projectId, 1, owner, {
-    id: owner.id,
-    publicKey: owner.keys.encryption.publicKey,
-  });
-  const init = await t.request({
-    method: 'POST',
-    url: `/v1/projects/${projectId}/vault/grants`,
-    headers: owner.headers,
-    body: { grants: [grantBody(self)] },
-  });
-  expectStatus(init, 200);
-  return {
-    id: projectId,
-    admin: owner,
-    pmk,
-    epoch: 1,
-    environments: await environmentsOf(t, owner, projectId),
-  };
-}
-
-export async function environmentsOf(
-  t: TestApp,
-  user: TestUser,
-  projectId: string,
-): Promise<Record<string, Environment>> {
-  const res = await t.request({
-    method: 'GET',
-    url: `/v1/projects/${projectId}/environments?per_page=100`,
-    headers: user.headers,
-  });
-  expectStatus(res, 200);
-  const list = (res.data as { data: Environment[] }).data;
-  return Object.fromEntries(list.map((e) => [e.slug, { id: e.id, slug: e.slug }]));
-}
-
-/** Signs a new user up, invites them with `role`, and accepts the invitation as them. */
-export async function addMember(
-  t: TestApp,
-  project: VaultProject,
-  role: Role,
-  user?: TestUser,
-): Promise<TestUser & { memberId: string }> {
-  const member = user ?? (await signUp(t));
-  const invite = await t.request({
-    method: 'POST',
-    url: `/v1/projects/${project.id}/members`,
-    headers: project.admin.headers,
-    body: { email: member.email, role },
-  });
-  expectStatus(invite, 201);
-  const memberId = dataOf<{ id: string }>(invite).id;
-  const accept = await t.request({
-    method: 'POST',
-    url: `/v1/invitations/${memberId}/accept`,
-    headers: member.headers,
-  });
-  expectStatus(accept, 200);
-  return { ...member, memberId };
-}
-
-/** The admin's client grants the current project key to a member. */
-export async function grantMember(t: TestApp, project: VaultProject, member: TestUser) {
-  const grant = memberGrant(project.pmk, project.id, project.epoch, project.admin, {
-    id: member.id,
-    publicKey: member.keys.encryption.publicKey,
-  });
-  const res = await t.request({
-    method: 'POST',
-    url: `/v1/projects/${project.id}/vault/grants`,
-    headers: project.admin.headers,
-    body: { grants: [grantBody(grant)] },
-  });
-  expectStatus(res, 200);
-}
-
-export function environmentKey(
-  project: VaultProject,
-  environmentId: string,
-  epoch = project.epoch,
-) {
-  return deriveEnvironmentKey(project.pmk, project.id, environmentId, epoch);
-}
-
-export function encryptFor(
-  project: VaultProject,
-  environmentId: string,
-  name: string,
-  value: string,
-  epoch = project.epoch,
-): string {
-  return encryptSecretValue({
-    environmentKey: environmentKey(project, environmentId, epoch),
-    projectId: project.id,
-    environmentId,
-    name,
-    epoch,
-    value,
-  });
 }
 
 export function putSecret(
@@ -205,7 +37,7 @@ export function putSecret(
     method: 'PUT',
     url: `/v1/projects/${project.id}/environments/${env.id}/secrets/${name}`,
     headers,
-    body: { value: encryptFor(project, env.id, name, value, epoch) },
+    body: { value: envelope(project, env.id, name, value, epoch) },
   });
 }
 

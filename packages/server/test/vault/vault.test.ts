@@ -14,20 +14,16 @@ import {
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, type TestUser } from '../support/users.js';
+import { dataOf, errorOf, expectStatus } from '../support/http.js';
+import { addMember } from '../support/projects.js';
 import {
-  addMember,
-  createApiKey,
-  dataOf,
-  decryptStored,
-  errorOf,
-  expectStatus,
   grantBody,
   grantMember,
   memberGrant,
   projectWithVault,
-  putSecret,
   type VaultProject,
-} from './support.js';
+} from '../support/vault.js';
+import { createApiKey, decryptStored, putSecret } from './support.js';
 
 interface VaultStatus {
   project_id: string;
@@ -133,13 +129,13 @@ for (const dialect of DIALECTS) {
 
     describe('initialisation and grants', () => {
       let project: VaultProject;
-      let developer: TestUser & { memberId: string };
-      let viewer: TestUser & { memberId: string };
+      let developer: TestUser;
+      let viewer: TestUser;
 
       before(async () => {
         project = await projectWithVault(t);
-        developer = await addMember(t, project, 'developer');
-        viewer = await addMember(t, project, 'viewer');
+        developer = (await addMember(t, project.admin, project.id, 'developer')).user;
+        viewer = (await addMember(t, project.admin, project.id, 'viewer')).user;
       });
 
       it('the first self-grant initialises the vault at epoch 1, and the admin can open it', async () => {
@@ -333,14 +329,14 @@ for (const dialect of DIALECTS) {
 
     describe('snapshot and re-key', () => {
       let project: VaultProject;
-      let developer: TestUser & { memberId: string };
+      let developer: TestUser;
       const plain = new Map<string, string>();
 
       before(async () => {
         project = await projectWithVault(t);
-        developer = await addMember(t, project, 'developer');
+        developer = (await addMember(t, project.admin, project.id, 'developer')).user;
         await grantMember(t, project, developer);
-        const { staging, production } = project.environments;
+        const { staging, production } = project.env;
         for (const [env, name, value] of [
           [staging!, 'DATABASE_URL', 'postgres://staging'],
           [staging!, 'DATABASE_URL', 'postgres://staging-v2'],
@@ -427,7 +423,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('re-keys atomically: new epoch, new values, old grants gone, listings change, old-epoch writes refused', async () => {
-        const { staging } = project.environments;
+        const { staging } = project.env;
         const revisionsBefore = await t.testDb.db.kysely
           .selectFrom('environments')
           .select(['id', 'revision'])
@@ -541,11 +537,11 @@ for (const dialect of DIALECTS) {
       });
 
       it('removing a developer recommends a re-key, which clears the recommendation', async () => {
-        const gone = await addMember(t, project, 'developer');
+        const { user: gone, memberId } = await addMember(t, project.admin, project.id, 'developer');
         await grantMember(t, project, gone);
         const removed = await t.request({
           method: 'DELETE',
-          url: `/v1/projects/${project.id}/members/${gone.memberId}`,
+          url: `/v1/projects/${project.id}/members/${memberId}`,
           headers: project.admin.headers,
         });
         expectStatus(removed, 204);
@@ -570,7 +566,7 @@ for (const dialect of DIALECTS) {
     describe('re-key with tokens', () => {
       it('every live token must be re-granted each scoped environment (409 otherwise), then still opens its key', async () => {
         const project = await projectWithVault(t);
-        const { staging, production } = project.environments;
+        const { staging, production } = project.env;
         const token = await createApiKey(t, project, 'developer', {
           [staging!.id]: 'read',
           [production!.id]: 'read',
