@@ -152,10 +152,14 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     for (const value of [VALUES.devDb, VALUES.stagingDb, VALUES.prodDb2, VALUES.prodStripe])
       assert.ok(!masked.includes(value), `${value} is not in the page before it is revealed`);
 
-    // Nothing kept in the browser beyond the auto-lock preference.
+    // Nothing kept in the browser beyond the auto-lock preference and the highest
+    // key-pins version seen (a number, kept to catch a server rolling pins back).
     const storage = await browserStorage(page);
     assert.deepEqual(
-      storage.localStorage.filter((k) => k !== 'coffer.autolock-minutes'),
+      storage.localStorage.filter(
+        (k) =>
+          k !== 'coffer.autolock-minutes' && !/^coffer\.pins-version\.usr_[0-9A-Za-z]+$/.test(k),
+      ),
       [],
       'localStorage',
     );
