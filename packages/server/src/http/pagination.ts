@@ -54,5 +54,17 @@ export function paginationOf(
   };
 }
 
+/** What a service returns for a list: one page of items and the count across all pages. */
+export interface Page<T> {
+  items: T[];
+  total: number;
+}
+
+/** The body of a list route, `{ data, pagination }`, from the page a service returned. */
+export const listBody = <T>(page: Page<T>, params: { page: number; per_page: number }) => ({
+  data: page.items,
+  pagination: paginationOf(params, page.total),
+});
+
 export const offsetOf = (params: { page: number; per_page: number }) =>
   (params.page - 1) * params.per_page;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
-import { listQuerySchema } from '../../http/pagination.js';
+import { listBody, listQuerySchema } from '../../http/pagination.js';
 import { ListEnvelope, Timestamp } from '../../http/schemas.js';
 import { actorOf } from './audit.js';
 import type { auditService } from './audit.service.js';
@@ -79,12 +79,13 @@ export async function auditRoutes(
     },
     async (request) => {
       const { action, actor_id, since, until, ...params } = request.query;
-      return service.list(
+      const page = await service.list(
         actorOf(request),
         request.params.project_id,
         { action, actorId: actor_id, since, until },
         params,
       );
+      return listBody(page, params);
     },
   );
 }

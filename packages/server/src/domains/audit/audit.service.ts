@@ -1,5 +1,5 @@
 import type { Infra } from '../../infra.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import { projectAccess, requireRole } from '../../access/project-access.js';
 import type { Actor } from './audit.js';
 import { listAuditEvents, type AuditEventRow, type AuditFilter } from './audit.repo.js';
@@ -52,7 +52,7 @@ export function auditService(ctx: Pick<Infra, 'db'>) {
         { ...filter, since: iso(filter.since), until: iso(filter.until) },
         params,
       );
-      return { data: rows.map(toAuditEvent), pagination: paginationOf(params, total) };
+      return { items: rows.map(toAuditEvent), total };
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { toCount } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import { offsetOf } from '../../http/pagination.js';
@@ -23,7 +24,7 @@ export async function listEnvironments(
   db: Kysely<Database>,
   projectId: string,
   params: ListParams<EnvironmentSort>,
-): Promise<{ rows: EnvironmentWithCount[]; total: number | string | bigint }> {
+): Promise<{ rows: EnvironmentWithCount[]; total: number }> {
   const rows = await withSecretCount(db)
     .where('environments.project_id', '=', projectId)
     .orderBy(`environments.${params.sort}`, params.order)
@@ -36,7 +37,7 @@ export async function listEnvironments(
     .select((eb) => eb.fn.countAll().as('total'))
     .where('project_id', '=', projectId)
     .executeTakeFirstOrThrow();
-  return { rows, total: total as number | string | bigint };
+  return { rows, total: toCount(total as number | string | bigint) };
 }
 
 function withSecretCount(db: Kysely<Database>) {

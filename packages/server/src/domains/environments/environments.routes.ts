@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
+import { listBody } from '../../http/pagination.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { EnvironmentParams, ProjectRefParams } from '../../http/params.js';
 import { actorOf } from '../audit/audit.js';
@@ -37,7 +38,11 @@ export async function environmentsRoutes(
         response: { 200: ListEnvelope(Environment) },
       },
     },
-    async (request) => service.list(actorOf(request), request.params.project_id, request.query),
+    async (request) =>
+      listBody(
+        await service.list(actorOf(request), request.params.project_id, request.query),
+        request.query,
+      ),
   );
 
   r.post(

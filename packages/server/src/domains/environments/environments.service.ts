@@ -3,7 +3,7 @@ import type { Infra } from '../../infra.js';
 import type { Database } from '../../db/schema.js';
 import { toCount } from '../../db/database.js';
 import { AppError, notFound, validation } from '../../errors.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import {
   lockedProjectAccess,
   projectAccess,
@@ -82,7 +82,7 @@ export function environmentsService(ctx: Pick<Infra, 'db' | 'clock' | 'listingCa
     async list(actor: Actor, projectId: string, params: ListParams<repo.EnvironmentSort>) {
       await projectAccess(db, actor.principal, projectId);
       const { rows, total } = await repo.listEnvironments(db, projectId, params);
-      return { data: rows.map(toEnvironment), pagination: paginationOf(params, total) };
+      return { items: rows.map(toEnvironment), total };
     },
 
     async get(actor: Actor, projectId: string, ref: string): Promise<EnvironmentObject> {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NO_CREDENTIAL, OPTIONAL_SESSION, SESSION_ONLY } from '../../http/openapi.js';
 import { SESSION_COOKIE } from '../../http/principal.js';
+import { listBody } from '../../http/pagination.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { SESSION_LIFETIME_MS, type IdentityService, type Requester } from './identity.service.js';
@@ -212,7 +213,10 @@ export async function identityRoutes(
         response: { 200: SessionList },
       },
     },
-    async (request) => identity.listSessions(request.principal, request.query as SessionListQuery),
+    async (request) => {
+      const query = request.query as SessionListQuery;
+      return listBody(await identity.listSessions(request.principal, query), query);
+    },
   );
 
   app.delete(

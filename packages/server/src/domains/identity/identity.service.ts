@@ -4,7 +4,6 @@ import type { Infra } from '../../infra.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
 import { newId } from '../../ids.js';
-import { paginationOf } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { requireSession } from '../../access/project-access.js';
@@ -340,10 +339,7 @@ export function identityService(
         ctx.clock.now().toISOString(),
         query,
       );
-      return {
-        data: rows.map((row) => toSession(row, session.sessionId)),
-        pagination: paginationOf(query, total),
-      };
+      return { items: rows.map((row) => toSession(row, session.sessionId)), total };
     },
 
     /** Ends one of the caller's sessions; another user's session is a 404. Returns whether it was the current one. */

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SESSION_ONLY } from '../../http/openapi.js';
+import { listBody } from '../../http/pagination.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../../http/no-body.js';
@@ -43,8 +44,7 @@ export async function invitationsRoutes(
       },
     },
     async (request) => {
-      const { items, pagination } = await invitations.list(request.principal, request.query);
-      return { data: items, pagination };
+      return listBody(await invitations.list(request.principal, request.query), request.query);
     },
   );
 

@@ -3,7 +3,7 @@ import type { Infra } from '../../infra.js';
 import { lockProject } from '../../db/database.js';
 import type { Database, MemberTable } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { matchesHash } from '../identity/credentials.js';
@@ -130,7 +130,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
       const at = now.toISOString();
       const rows = await listOpenInvitations(db, dialect, userId, at, params);
       const total = await countOpenInvitations(db, userId, at);
-      return { items: rows.map(toInvitation), pagination: paginationOf(params, total) };
+      return { items: rows.map(toInvitation), total };
     },
 
     /**

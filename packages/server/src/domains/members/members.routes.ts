@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
+import { listBody } from '../../http/pagination.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../../http/no-body.js';
@@ -63,12 +64,8 @@ export async function membersRoutes(
       },
     },
     async (request) => {
-      const { items, pagination } = await members.list(
-        request.principal,
-        request.params.project_id,
-        request.query,
-      );
-      return { data: items, pagination };
+      const page = await members.list(request.principal, request.params.project_id, request.query);
+      return listBody(page, request.query);
     },
   );
 

@@ -4,7 +4,7 @@ import type { Infra } from '../../infra.js';
 import type { Database } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
@@ -264,7 +264,7 @@ export function membersService(ctx: Deps) {
       const filters: MemberFilters = { role: query.role, status: query.status };
       const rows = await listMembers(db, dialect, projectId, filters, query);
       const total = await countMembers(db, projectId, filters);
-      return { items: rows.map(toListItem), pagination: paginationOf(query, total) };
+      return { items: rows.map(toListItem), total };
     },
 
     async changeRole(actor: Actor, projectId: string, memberId: string, role: Role) {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SESSION_ONLY, SESSION_OR_BEARER } from '../../http/openapi.js';
+import { listBody } from '../../http/pagination.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { refuseBodyFields } from '../../http/no-body.js';
@@ -39,8 +40,7 @@ export async function projectsRoutes(
       },
     },
     async (request) => {
-      const { items, pagination } = await projects.list(request.principal, request.query);
-      return { data: items, pagination };
+      return listBody(await projects.list(request.principal, request.query), request.query);
     },
   );
 

@@ -1,7 +1,7 @@
 import type { Infra } from '../../infra.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import {
@@ -61,7 +61,7 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
       const total = await countVisibleProjects(db, visibility);
       return {
         items: rows.map((row) => toProject(row, effectiveRole(principal, row.role))),
-        pagination: paginationOf(params, total),
+        total,
       };
     },
 

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { matchesIfNoneMatch } from '../../http/etag.js';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
+import { listBody } from '../../http/pagination.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { EnvironmentParams } from '../../http/params.js';
@@ -61,7 +62,7 @@ export async function secretsRoutes(
         request.params.project_id,
         request.params.env,
         request.query,
-        (payload) => String(reply.serialize(payload)),
+        (page) => String(reply.serialize(listBody(page, request.query))),
       );
       reply.header('etag', listing.etag);
       if (matchesIfNoneMatch(request.headers['if-none-match'], listing.etag)) {
@@ -181,7 +182,8 @@ export async function secretsRoutes(
     },
     async (request) => {
       const { project_id, env, name } = request.params;
-      return service.versions(actorOf(request), project_id, env, name, request.query);
+      const page = await service.versions(actorOf(request), project_id, env, name, request.query);
+      return listBody(page, request.query);
     },
   );
 

@@ -4,7 +4,7 @@ import type { Infra } from '../../infra.js';
 import { environmentWriter } from '../../db/environment-write.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation } from '../../errors.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams, Page } from '../../http/pagination.js';
 import { isId, newId } from '../../ids.js';
 import { auditRows, type Actor, type AuditBuffer, type AuditEntry } from '../audit/audit.js';
 import {
@@ -191,7 +191,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       projectId: string,
       ref: string,
       params: ListParams<SecretSort>,
-      serialize: (payload: unknown) => string,
+      serialize: (page: Page<SecretObject>) => string,
     ): Promise<ListingResult> {
       const context = await resolveEnvironment(db, actor.principal, projectId, ref);
       const { environment } = context;
@@ -207,10 +207,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
         const rows = await repo.listSecrets(db, environment.id, params);
         const total = await repo.countSecrets(db, environment.id);
         const body = Buffer.from(
-          serialize({
-            data: rows.map((row) => toSecret(row, reader)),
-            pagination: paginationOf(params, total),
-          }),
+          serialize({ items: rows.map((row) => toSecret(row, reader)), total }),
         );
         listing = { body, etag: etagOf(body), names: rows.map((row) => row.name) };
         cache.set(key, projectId, environment.id, listing);
@@ -355,10 +352,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
         },
         rows.map((r) => r.id).join(','),
       );
-      return {
-        data: rows.map((row) => toVersion(row, reader)),
-        pagination: paginationOf(params, total),
-      };
+      return { items: rows.map((row) => toVersion(row, reader)), total };
     },
 
     /**

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ready } from '@coffer/sdk';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
+import { listBody } from '../../http/pagination.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { ProjectIdParams } from '../../http/params.js';
@@ -46,7 +47,10 @@ export async function tokensRoutes(
       },
     },
     async (request) =>
-      service.listApiKeys(request.principal, request.params.project_id, request.query),
+      listBody(
+        await service.listApiKeys(request.principal, request.params.project_id, request.query),
+        request.query,
+      ),
   );
 
   r.post(
@@ -109,7 +113,10 @@ export async function tokensRoutes(
       },
     },
     async (request) =>
-      service.listCiTokens(request.principal, request.params.project_id, request.query),
+      listBody(
+        await service.listCiTokens(request.principal, request.params.project_id, request.query),
+        request.query,
+      ),
   );
 
   r.post(

@@ -3,7 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Infra } from '../../infra.js';
 import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
-import { paginationOf, type ListParams } from '../../http/pagination.js';
+import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role, Scope, Scopes } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
@@ -309,7 +309,7 @@ export function tokensService(deps: TokensDeps) {
       const access = await projectAccess(kysely, principal, projectId);
       requireRole(access, 'admin', 'list API keys');
       const { rows, total } = await repo.listApiKeys(kysely, db.dialect, projectId, params);
-      return { data: rows.map(apiKeyView), pagination: paginationOf(params, total) };
+      return { items: rows.map(apiKeyView), total };
     },
 
     /** Revokes at once: its grants go, the CI tokens it minted are revoked with it. */
@@ -402,7 +402,7 @@ export function tokensService(deps: TokensDeps) {
         ciTokenOwner(access),
         params,
       );
-      return { data: rows.map(ciTokenView), pagination: paginationOf(params, total) };
+      return { items: rows.map(ciTokenView), total };
     },
 
     async revokeCiToken(actor: Actor, projectId: string, id: string): Promise<void> {
