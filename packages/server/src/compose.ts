@@ -73,25 +73,31 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
   });
   const invitationSweep = invitationExpirySweep(infra, log);
 
+  // A service that calls another domain receives that domain's service.
+  const identity = identityService({ config, db, clock, credentials });
+  const projects = projectsService(infra);
+  const vault = vaultService(infra);
   const members = membersService({
     db,
     clock,
     config,
     credentials,
     wakeOutbox: () => outbox.wake(),
+    projects,
+    vault,
   });
   const services = {
-    identity: identityService({ config, db, clock, credentials }),
-    projects: projectsService(infra),
+    identity,
+    projects,
     members,
-    invitations: invitationsService(infra),
+    invitations: invitationsService({ ...infra, members }),
     environments: environmentsService(infra),
     secrets: secretsService({ ...infra, readAudit }),
     audit: auditService(infra),
-    vault: vaultService(infra),
-    tokens: tokensService({ db, clock, credentials }),
-    keyTrust: keyTrustService(infra),
-    membershipChain: membershipChainService(infra),
+    vault,
+    tokens: tokensService({ db, clock, credentials, vault }),
+    keyTrust: keyTrustService({ ...infra, identity, vault }),
+    membershipChain: membershipChainService({ ...infra, identity }),
   };
 
   return {

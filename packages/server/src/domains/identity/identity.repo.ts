@@ -14,6 +14,14 @@ export const findUserByEmail = (db: Db, email: string) =>
 export const findUserById = (db: Db, id: string) =>
   db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 
+/** A user's public keys: encryption (X25519) and signing (Ed25519). */
+export const findUserKeys = (db: Db, id: string) =>
+  db
+    .selectFrom('users')
+    .select(['id', 'public_key', 'signing_public_key'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+
 export async function countActiveUsers(db: Db): Promise<number> {
   const row = await db
     .selectFrom('users')

@@ -1,6 +1,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { DEFAULT_KDF_PARAMS } from '@coffer/sdk';
+import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
+import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
 import { newId } from '../../ids.js';
@@ -188,6 +190,12 @@ export function identityService(
 
   return {
     /** The user's KDF parameters, or stable fake ones for an e-mail without an account. */
+    /**
+     * A user's public keys, for other domains: on their handle (their
+     * transaction or the database), no access check (the caller made it).
+     */
+    publicKeysOf: (handle: Kysely<Database>, userId: string) => repo.findUserKeys(handle, userId),
+
     async prelogin(rawEmail: string): Promise<{ kdf_params: KdfParams }> {
       const email = normalizeEmail(rawEmail);
       const user = await repo.findUserByEmail(db, email);

@@ -7,8 +7,7 @@ import type { ListParams } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { matchesHash } from '../identity/credentials.js';
-import { findMemberOfUser, updateMember, type MemberWithUser } from '../members/members.repo.js';
-import { userRef } from '../members/members.service.js';
+import { userRef, type MembersService, type MemberWithUser } from '../members/members.service.js';
 import { requireSession } from '../../access/project-access.js';
 import { expireLapsedInvitations, hasLapsed } from '../members/invitation-expiry.js';
 import {
@@ -20,7 +19,9 @@ import {
   type InvitationSort,
 } from './invitations.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<Infra, 'db' | 'clock'> & {
+  members: Pick<MembersService, 'memberOfUser' | 'updateMember'>;
+};
 
 /** Runs inside the answer's transaction before the member changes; returns extra audit data. */
 type Precondition = (
@@ -67,7 +68,7 @@ const proveAddress =
 const noPrecondition: Precondition = async () => ({});
 
 /** The invited user's side: see, accept and decline invitations. Signed-in users only. */
-export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps) {
+export function invitationsService({ db: { kysely: db, dialect }, clock, members }: Deps) {
   /**
    * Answers one of the caller's pending invitations. Locks its project first,
    * so an answer and a concurrent removal or role change are serialised.
@@ -83,15 +84,15 @@ export function invitationsService({ db: { kysely: db, dialect }, clock }: Deps)
     const now = clock.now();
     await expireLapsedInvitations(db, { memberId }, now);
     return db.transaction().execute(async (trx: Kysely<Database>) => {
-      const found = await findMemberOfUser(trx, memberId, principal.userId);
+      const found = await members.memberOfUser(trx, memberId, principal.userId);
       if (!found) throw noInvitation();
       await lockProject(trx, dialect, found.project_id);
-      const member = await findMemberOfUser(trx, memberId, principal.userId);
+      const member = await members.memberOfUser(trx, memberId, principal.userId);
       if (!member || member.status !== 'pending' || hasLapsed(member, now)) throw noInvitation();
       const at = now.toISOString();
       const proof = await precondition(trx, member, at);
       const joinedAt = outcome.status === 'active' ? at : null;
-      await updateMember(trx, member.id, {
+      await members.updateMember(trx, member.id, {
         status: outcome.status,
         joined_at: joinedAt,
         invitation_token_hash: null,

@@ -3,9 +3,13 @@ import type { Infra } from '../../infra.js';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { projectAccess, requireSession } from '../../access/project-access.js';
-import { userKeys, vaultMembers } from '../vault/vault.repo.js';
+import type { IdentityService } from '../identity/identity.service.js';
+import type { VaultService } from '../vault/vault.service.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<Infra, 'db' | 'clock'> & {
+  identity: Pick<IdentityService, 'publicKeysOf'>;
+  vault: Pick<VaultService, 'keyHolders'>;
+};
 
 /**
  * Key pins: each user's signed document of the keys they accepted for others.
@@ -14,7 +18,7 @@ type Deps = Pick<Infra, 'db' | 'clock'>;
  * document without the owner's key, only withhold or roll it back, which
  * clients detect by remembering the highest version they saw.
  */
-export function keyTrustService({ db: { kysely: db }, clock }: Deps) {
+export function keyTrustService({ db: { kysely: db }, clock, identity, vault }: Deps) {
   return {
     async getPins(principal: Principal | null) {
       const { userId } = requireSession(principal, 'have key pins');
@@ -42,7 +46,7 @@ export function keyTrustService({ db: { kysely: db }, clock }: Deps) {
           { field: 'document.user_id', issue: 'not_yours' },
         ]);
       }
-      const keys = await userKeys(db, userId);
+      const keys = await identity.publicKeysOf(db, userId);
       if (!keys?.signing_public_key)
         throw new AppError('forbidden', 'Your account has no signing key');
       try {
@@ -115,7 +119,7 @@ export function keyTrustService({ db: { kysely: db }, clock }: Deps) {
     /** The public keys of a project's active admins and developers, for any member of the project. */
     async memberKeys(principal: Principal | null, projectId: string) {
       await projectAccess(db, principal, projectId);
-      const rows = await vaultMembers(db, projectId);
+      const rows = await vault.keyHolders(db, projectId);
       return rows.map((m) => ({
         member_id: m.member_id,
         user_id: m.user_id,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import type { Infra } from '../../infra.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, MemberTable } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams } from '../../http/pagination.js';
@@ -18,9 +18,9 @@ import {
   requireRole,
   requireSession,
 } from '../../access/project-access.js';
-import { findProject, markRekeyRecommended } from '../projects/projects.repo.js';
+import type { ProjectsService } from '../projects/projects.service.js';
 import { staleEpoch } from '../vault/grants.js';
-import { vaultState } from '../vault/vault.repo.js';
+import type { VaultService } from '../vault/vault.service.js';
 import {
   countActiveAdmins,
   countMembers,
@@ -29,6 +29,7 @@ import {
   ensureInvitedUser,
   findMember,
   findMemberByUser,
+  findMemberOfUser,
   findUserByEmail,
   findUserById,
   insertMember,
@@ -40,6 +41,8 @@ import {
   type MemberSort,
   type MemberWithUser,
 } from './members.repo.js';
+
+export type { MemberWithUser };
 
 export interface UserRef {
   id: string;
@@ -57,6 +60,8 @@ type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   /** Called after a commit that wrote an outbox message. */
   wakeOutbox: () => void;
   credentials: CredentialForgetting;
+  projects: Pick<ProjectsService, 'findById' | 'markRekeyRecommended'>;
+  vault: Pick<VaultService, 'stateOf'>;
 };
 
 export function membersService(ctx: Deps) {
@@ -65,6 +70,8 @@ export function membersService(ctx: Deps) {
     clock,
     config,
     wakeOutbox,
+    projects,
+    vault,
   } = ctx;
   /** A project must keep an active admin: refuses to demote or remove the last one. */
   async function requireAnotherAdmin(trx: Kysely<Database>, projectId: string, what: string) {
@@ -89,6 +96,13 @@ export function membersService(ctx: Deps) {
   }
 
   return {
+    // For the invitations domain, on its transaction; no access check: the caller made it.
+    /** A membership of the user (an invitation addressed to them, or their own membership). */
+    memberOfUser: (handle: Kysely<Database>, memberId: string, userId: string) =>
+      findMemberOfUser(handle, memberId, userId),
+    updateMember: (handle: Kysely<Database>, memberId: string, patch: Updateable<MemberTable>) =>
+      updateMember(handle, memberId, patch),
+
     /**
      * Invites an e-mail address. An address without an account gets an
      * `invited` user (a real `usr_` id, kept at sign-up). Every invitation
@@ -145,7 +159,7 @@ export function membersService(ctx: Deps) {
         };
         await insertMember(trx, member);
 
-        const project = await findProject(trx, projectId);
+        const project = await projects.findById(trx, projectId);
         const inviter = await findUserById(trx, access.userId);
         await enqueueEmail(
           trx,
@@ -224,7 +238,7 @@ export function membersService(ctx: Deps) {
             { field: 'sealed_secret', issue: 'already_set' },
           ]);
         }
-        const state = await vaultState(trx, projectId);
+        const state = await vault.stateOf(trx, projectId);
         const epoch = Number(/^v1\.(\d+)\./.exec(input.sealed_secret)?.[1]);
         if (!state || state.vault_epoch === 0 || epoch !== state.vault_epoch) {
           throw staleEpoch('sealed_secret', state?.vault_epoch ?? 0);
@@ -320,7 +334,7 @@ export function membersService(ctx: Deps) {
         await deleteUserGrants(trx, projectId, member.user_id);
         const revoked = await revokeUserTokens(trx, projectId, member.user_id, now.toISOString());
         const hadSecretAccess = member.status !== 'revoked' && member.role !== 'viewer';
-        if (hadSecretAccess) await markRekeyRecommended(trx, projectId);
+        if (hadSecretAccess) await projects.markRekeyRecommended(trx, projectId);
         await recordAudit(
           trx,
           actor,

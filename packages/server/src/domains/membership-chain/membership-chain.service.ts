@@ -8,9 +8,9 @@ import {
   requireRole,
   requireSession,
 } from '../../access/project-access.js';
-import { userKeys } from '../vault/vault.repo.js';
+import type { IdentityService } from '../identity/identity.service.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<Infra, 'db' | 'clock'> & { identity: Pick<IdentityService, 'publicKeysOf'> };
 
 /**
  * The signed membership chain of each project. Clients are its judges: they
@@ -19,7 +19,7 @@ type Deps = Pick<Infra, 'db' | 'clock'>;
  * (an admin, with their own registered key), so an honest server never holds a
  * chain a client would refuse; it cannot forge one, only withhold its tail.
  */
-export function membershipChainService({ db: { kysely: db, dialect }, clock }: Deps) {
+export function membershipChainService({ db: { kysely: db, dialect }, clock, identity }: Deps) {
   const stored = async (executor: typeof db, projectId: string) => {
     const rows = await executor
       .selectFrom('membership_statements')
@@ -57,7 +57,7 @@ export function membershipChainService({ db: { kysely: db, dialect }, clock }: D
             [{ field: 'statements.0.seq', issue: 'not_head', current_length: chain.length }],
           );
         }
-        const keys = await userKeys(trx, principal.userId);
+        const keys = await identity.publicKeysOf(trx, principal.userId);
         for (const [i, s] of statements.entries()) {
           if (s.signer_id !== principal.userId) {
             throw unprocessable(
@@ -90,7 +90,7 @@ export function membershipChainService({ db: { kysely: db, dialect }, clock }: D
         }
         for (const [i, s] of statements.entries()) {
           if (s.kind !== 'add' && s.kind !== 'root') continue;
-          const subject = await userKeys(trx, s.user_id);
+          const subject = await identity.publicKeysOf(trx, s.user_id);
           if (
             subject?.public_key !== s.public_key ||
             subject.signing_public_key !== s.signing_public_key

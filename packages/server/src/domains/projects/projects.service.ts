@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
+import type { Database } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams } from '../../http/pagination.js';
@@ -19,6 +21,7 @@ import {
   insertFirstAdmin,
   insertProject,
   listVisibleProjects,
+  markRekeyRecommended,
   updateProject,
   type ProjectRow,
   type Visibility,
@@ -50,6 +53,13 @@ type Deps = Pick<Infra, 'db' | 'clock'>;
 
 export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
   return {
+    // For other domains, on their handle (their transaction or the database);
+    // no access check: the caller made it.
+    findById: (handle: Kysely<Database>, projectId: string) => findProject(handle, projectId),
+    /** Flags the project for a re-key (someone who held its keys lost access). */
+    markRekeyRecommended: (handle: Kysely<Database>, projectId: string) =>
+      markRekeyRecommended(handle, projectId),
+
     /** The caller's projects: where they are an active member; a token sees only its own project. */
     async list(principal: Principal | null, params: ListParams<(typeof PROJECT_SORTS)[number]>) {
       if (!principal) throw new AppError('unauthenticated', 'Authentication required');

@@ -15,11 +15,14 @@ import {
   type ProjectAccess,
 } from '../../access/project-access.js';
 import { tokenGrantRows, type EnvironmentGrantInput } from '../vault/grants.js';
-import * as vaultRepo from '../vault/vault.repo.js';
+import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './tokens.repo.js';
 import { MAX_CI_TOKEN_TTL_SECONDS } from './tokens.schemas.js';
 
-export type TokensDeps = Pick<Infra, 'db' | 'clock'> & { credentials: CredentialForgetting };
+export type TokensDeps = Pick<Infra, 'db' | 'clock'> & {
+  credentials: CredentialForgetting;
+  vault: Pick<VaultService, 'environmentsOf' | 'stateOf' | 'insertGrants'>;
+};
 
 interface NewTokenInput {
   id: string;
@@ -189,7 +192,7 @@ function ciTokenOwner(access: ProjectAccess): repo.CiTokenOwner {
 }
 
 export function tokensService(deps: TokensDeps) {
-  const { db, clock, credentials } = deps;
+  const { db, clock, credentials, vault } = deps;
   const kysely = db.kysely;
 
   /**
@@ -221,10 +224,7 @@ export function tokensService(deps: TokensDeps) {
           { field: 'id', issue: 'taken' },
         ]);
       }
-      const scopes = resolveScopes(
-        await vaultRepo.environmentsOf(trx, access.projectId),
-        input.scopes,
-      );
+      const scopes = resolveScopes(await vault.environmentsOf(trx, access.projectId), input.scopes);
       if (role === 'viewer' && Object.keys(scopes).length > 0) {
         throw new AppError(
           'unprocessable',
@@ -233,7 +233,7 @@ export function tokensService(deps: TokensDeps) {
         );
       }
       checkWithinMinter(minter, role, scopes);
-      const state = await vaultRepo.vaultState(trx, access.projectId);
+      const state = await vault.stateOf(trx, access.projectId);
       const grants = tokenGrantRows({
         projectId: access.projectId,
         epoch: state?.vault_epoch ?? 0,
@@ -250,7 +250,7 @@ export function tokensService(deps: TokensDeps) {
         table === 'api_keys' ? TOKEN_PREFIXES.apiKey : TOKEN_PREFIXES.ci,
       );
       const result = await write(trx, { minter, scopes, bearer, now });
-      await vaultRepo.insertGrants(trx, grants);
+      await vault.insertGrants(trx, grants);
       return result;
     });
   }

@@ -142,14 +142,6 @@ export async function projectKeyGrantsAt(db: Db, projectId: string, epoch: numbe
     .execute();
 }
 
-export async function userKeys(db: Db, userId: string) {
-  return db
-    .selectFrom('users')
-    .select(['id', 'public_key', 'signing_public_key'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
-}
-
 export async function deleteRecipientGrants(
   db: Db,
   projectId: string,

@@ -1,5 +1,7 @@
 import { envelopeEpoch, fingerprint } from '@coffer/sdk';
+import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
+import type { Database } from '../../db/schema.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
@@ -99,6 +101,19 @@ export function vaultService(deps: VaultDeps) {
   const kysely = db.kysely;
 
   return {
+    // For other domains, on their handle (their transaction or the database);
+    // no access check: the caller made it.
+    /** The project's key epoch and whether a re-key is recommended. */
+    stateOf: (handle: Kysely<Database>, projectId: string) => repo.vaultState(handle, projectId),
+    /** The project's key holders: active admins and developers with registered keys. */
+    keyHolders: (handle: Kysely<Database>, projectId: string) =>
+      repo.vaultMembers(handle, projectId),
+    /** The project's environments (id, name, slug), the targets of environment-key grants. */
+    environmentsOf: (handle: Kysely<Database>, projectId: string) =>
+      repo.environmentsOf(handle, projectId),
+    insertGrants: (handle: Kysely<Database>, rows: readonly GrantRow[]) =>
+      repo.insertGrants(handle, rows),
+
     /** The caller's view of the vault: epoch, their own grants, and for admins who awaits one. */
     async status(principal: Principal | null, projectId: string) {
       const access = await projectAccess(kysely, principal, projectId);
