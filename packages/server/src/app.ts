@@ -43,6 +43,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** This app's cache of resolved credentials (tests and instances sharing revocations reach it). */
     credentials: import('./domains/identity/credentials.js').CredentialCache;
+    /** This app's metrics when they are on (`METRICS_PORT` or `METRICS_TOKEN`), else null. */
+    metrics: Metrics | null;
   }
 }
 
@@ -121,6 +123,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onClose', () => parts.close());
   const { port: metricsPort, token: metricsToken } = config.metrics;
   const metrics = metricsPort !== null || metricsToken !== null ? new Metrics() : undefined;
+  app.decorate('metrics', metrics ?? null);
   const { resolver, infra } = parts;
 
   registerErrorHandling(app);

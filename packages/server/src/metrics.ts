@@ -110,13 +110,6 @@ export class Metrics {
   }
 }
 
-const metricsOfApp = new WeakMap<FastifyInstance, Metrics>();
-
-/** The metrics of an app built with metrics on (`METRICS_PORT` or `METRICS_TOKEN`). */
-export function metricsOf(app: FastifyInstance): Metrics | undefined {
-  return metricsOfApp.get(app);
-}
-
 /**
  * Counts every answered request by its route template, and with
  * `METRICS_TOKEN` serves `GET /metrics` on the app's own port to requests
@@ -129,7 +122,6 @@ export function registerMetrics(
   context: ObservedParts,
   token: string | null,
 ): void {
-  metricsOfApp.set(app, metrics);
   observeContext(app, metrics, context);
   app.addHook('onResponse', async (request, reply) => {
     metrics.observeRequest(

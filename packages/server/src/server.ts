@@ -11,7 +11,7 @@ import {
 import { createRedirectServer, loadTls } from './http/tls.js';
 import { guardConnections } from './http/connections.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
-import { listenForMetrics, metricsOf } from './metrics.js';
+import { listenForMetrics } from './metrics.js';
 
 export interface RunningServer {
   app: App;
@@ -79,7 +79,7 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     app.log.info({ url: redirectUrl }, 'plain-HTTP listener redirects to HTTPS');
   }
   // METRICS_PORT: the metrics on a plain-HTTP listener of their own (announced before the API's line).
-  const metrics = metricsOf(app);
+  const { metrics } = app;
   const metricsListener =
     metrics && config.metrics.port !== null
       ? await listenForMetrics(metrics, config.metrics.host, config.metrics.port)

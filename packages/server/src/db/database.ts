@@ -7,6 +7,7 @@ import {
   SqliteDialect,
   sql,
   type Dialect,
+  type KyselyConfig,
   type PostgresPool,
   type PostgresPoolClient,
   type SqliteDatabase,
@@ -59,12 +60,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     sqlite.exec('PRAGMA synchronous = FULL');
     sqlite.exec('PRAGMA foreign_keys = ON');
     sqlite.exec('PRAGMA busy_timeout = 5000');
-    const kysely = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
-    });
     const reader = openSqlite(target.file, { readonly: true });
     reader.exec('PRAGMA busy_timeout = 5000');
-    readers.set(kysely, cachedReads(reader));
+    const kysely = new SqliteKysely(
+      { dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) },
+      cachedReads(reader),
+    );
     return {
       kysely,
       dialect: 'sqlite',
@@ -139,7 +140,7 @@ function withStatementCache(sqlite: SqliteConnection): SqliteDatabase {
 }
 
 /**
- * A SQLite database's second, read-only connection, by its Kysely handle.
+ * A SQLite database's Kysely handle with its second, read-only connection.
  * Kysely's SQLite driver queues every query behind the one connection (a
  * transaction holds it across awaits), and its per-query machinery costs more
  * than the indexed lookup itself. The hottest reads (`preparedQuery`) run
@@ -147,14 +148,25 @@ function withStatementCache(sqlite: SqliteConnection): SqliteDatabase {
  * committed when it started — never a transaction still open on the writing
  * connection — and every write is committed before it is acknowledged.
  */
-const readers = new WeakMap<Kysely<Database>, SqliteReader>();
+class SqliteKysely extends Kysely<Database> {
+  constructor(
+    config: KyselyConfig,
+    readonly reader: SqliteReader,
+  ) {
+    super(config);
+  }
+}
 
 /** Runs a read-only statement on a SQLite database's reader (see `cachedReads`). */
-export type SqliteReader = (sql: string, values: readonly unknown[]) => readonly unknown[];
+type SqliteReader = (sql: string, values: readonly unknown[]) => readonly unknown[];
 
-/** The reader of `db` when it is a SQLite database's own handle (not a transaction). */
+/**
+ * The reader of `db` when it is a SQLite database's own handle: not a
+ * transaction, nor a handle derived from it (`withPlugin`…), which Kysely
+ * builds as plain instances.
+ */
 export function sqliteReader(db: Kysely<Database>): SqliteReader | undefined {
-  return readers.get(db);
+  return db instanceof SqliteKysely ? db.reader : undefined;
 }
 
 /**
