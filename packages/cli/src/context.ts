@@ -6,7 +6,7 @@ import { findProjectLink, type ProjectLink } from './project-link.js';
 import { readSession, writeSession, type StoredSession } from './session-store.js';
 import { transportFetch } from './transport.js';
 
-export const DEFAULT_SERVER = 'https://localhost:8443';
+const DEFAULT_SERVER = 'https://localhost:8443';
 const USER_AGENT = `coffer-cli/0.1.0 (node ${process.version}; ${process.platform})`;
 
 /**
@@ -235,7 +235,7 @@ export class Context {
  * The server URL without a trailing slash; plain http only to this machine
  * (the SDK enforces it too; checking here gives the error before any work).
  */
-export function normalizeServer(raw: string): string {
+function normalizeServer(raw: string): string {
   let url: URL;
   try {
     url = new URL(raw);

@@ -43,7 +43,7 @@ export interface StoredSession {
   keyPinsVersion?: number;
 }
 
-export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+function configDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
   return join(base, 'coffer');
 }

@@ -31,7 +31,7 @@ export async function tokenParts(ctx: Context): Promise<{
 }
 
 /** The caller's key pairs: the user's (session file) or the token's (derived from its key part). */
-export async function vaultKeys(ctx: Context): Promise<VaultKeys> {
+async function vaultKeys(ctx: Context): Promise<VaultKeys> {
   if (!ctx.token) return ctx.userKeys();
   const keys = tokenKeysFromKeyPart((await tokenParts(ctx)).keyPart);
   return { encryption: keys.encryption, signing: keys.signing };
@@ -57,7 +57,7 @@ const warnedUnchained = new Set<string>();
  * a project has no signed membership chain yet, so who holds its key rests on
  * what the server says until an admin signs one.
  */
-export function warnIfUnchained(session: VaultSession): void {
+function warnIfUnchained(session: VaultSession): void {
   if (!session.unchained || warnedUnchained.has(session.projectId)) return;
   warnedUnchained.add(session.projectId);
   note(

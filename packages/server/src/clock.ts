@@ -4,6 +4,3 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
-
-/** ISO 8601 UTC with millisecond precision and `Z`, the API's timestamp format. */
-export const iso = (d: Date): string => d.toISOString();

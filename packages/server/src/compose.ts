@@ -123,6 +123,6 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
   };
 }
 
-export type Composition = ReturnType<typeof compose>;
+type Composition = ReturnType<typeof compose>;
 /** Every service, by name: what route plugins pick theirs from. */
 export type Services = Composition['services'];

@@ -47,7 +47,7 @@ export interface Config {
 }
 
 /** Prometheus metrics: off unless a port or a token is set. */
-export interface MetricsConfig {
+interface MetricsConfig {
   /** `METRICS_PORT`: a plain-HTTP listener of their own; null: none. */
   readonly port: number | null;
   /** `METRICS_HOST`: where that listener binds (loopback unless told otherwise). */
@@ -57,19 +57,19 @@ export interface MetricsConfig {
 }
 
 /** The web dashboard's built files, served on the API's origin. */
-export interface DashboardConfig {
+interface DashboardConfig {
   readonly enabled: boolean;
   /** Absolute path of the built dashboard (the directory holding `index.html`). */
   readonly dir: string;
 }
 
-export type TlsConfig =
+type TlsConfig =
   | { readonly mode: 'files'; readonly certFile: string; readonly keyFile: string }
   | { readonly mode: 'self-signed' }
   | { readonly mode: 'off' };
 
 /** Requests per minute for each budget. */
-export interface RateLimitConfig {
+interface RateLimitConfig {
   readonly session: number;
   readonly apiKey: number;
   readonly ciToken: number;
@@ -85,7 +85,7 @@ export interface RateLimitConfig {
  * once bundled, `packages/server/src/config.ts` from source; both are two levels
  * below `packages/`.
  */
-export const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL('../../web/dist', import.meta.url));
+const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL('../../web/dist', import.meta.url));
 
 /** Connections a server instance keeps to PostgreSQL unless `DATABASE_POOL_SIZE` says otherwise. */
 export const DEFAULT_DATABASE_POOL_SIZE = 10;
@@ -102,7 +102,7 @@ export class ConfigError extends Error {
 type Source = Readonly<Record<string, string | undefined>>;
 
 /** Turns `--some-flag=value` / `--some-flag value` into `SOME_FLAG=value`. */
-export function flagsToEnv(argv: readonly string[]): Record<string, string> {
+function flagsToEnv(argv: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;

@@ -56,7 +56,5 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
-export const forbidden = (message = 'Your role does not allow this operation') =>
-  new AppError('forbidden', message);
 export const validation = (field: string, issue: string, message?: string) =>
   new AppError('validation_error', message ?? `Invalid value for ${field}`, [{ field, issue }]);

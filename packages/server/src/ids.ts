@@ -16,7 +16,7 @@ export const ID_PREFIX = {
   outbox: 'msg',
 } as const;
 
-export type IdKind = keyof typeof ID_PREFIX;
+type IdKind = keyof typeof ID_PREFIX;
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SUFFIX_LENGTH = 20;

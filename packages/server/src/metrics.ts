@@ -152,7 +152,7 @@ export function registerMetrics(
 }
 
 /** The parts of an app whose state the metrics read. */
-export interface ObservedParts {
+interface ObservedParts {
   db: Db;
   listingCache: { readonly hits: number; readonly misses: number };
   outbox: { readonly deliveryFailures: number };

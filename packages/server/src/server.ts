@@ -13,7 +13,7 @@ import { guardConnections } from './http/connections.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
 import { listenForMetrics } from './metrics.js';
 
-export interface RunningServer {
+interface RunningServer {
   app: App;
   /** The HTTPS (or proxied plain) URL actually listened on. */
   url: string;

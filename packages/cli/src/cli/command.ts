@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
 
 /** One option of a command, in `node:util` `parseArgs` terms plus the words `--help` prints. */
-export interface OptionSpec {
+interface OptionSpec {
   type: 'string' | 'boolean';
   short?: string;
   multiple?: boolean;
@@ -14,7 +14,7 @@ export interface OptionSpec {
 export type Options = Record<string, OptionSpec>;
 export type Values = Record<string, string | boolean | string[] | undefined>;
 
-export interface CommandInput {
+interface CommandInput {
   values: Values;
   positionals: string[];
   /** For `run`: the child command after `--`. */
@@ -35,7 +35,7 @@ export interface Command {
 }
 
 /** Options every command accepts. */
-export const GLOBAL_OPTIONS: Options = {
+const GLOBAL_OPTIONS: Options = {
   server: {
     type: 'string',
     value: 'URL',

@@ -26,7 +26,6 @@ export class CliError extends Error {
   }
 }
 
-export const EXIT_OK = 0;
 export const EXIT_ERROR = 1;
 export const EXIT_USAGE = 2;
 

@@ -1,5 +1,5 @@
 /** A one-line progress bar on stderr, redrawn at most every 50 ms; silent when stderr is not a terminal. */
-export interface Progress {
+interface Progress {
   update(phase: string, done: number, total: number): void;
   finish(): void;
 }

@@ -22,7 +22,7 @@ export function hkdfExtract(salt: Uint8Array, ikm: Uint8Array): Uint8Array {
 }
 
 /** RFC 5869 HKDF-Expand. */
-export function hkdfExpand(prk: Uint8Array, info: Uint8Array, length: number): Uint8Array {
+function hkdfExpand(prk: Uint8Array, info: Uint8Array, length: number): Uint8Array {
   if (!Number.isInteger(length) || length < 1 || length > 255 * HASH_LENGTH) {
     throw new CryptoError('invalid_input', 'HKDF output length out of range');
   }

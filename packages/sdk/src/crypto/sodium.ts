@@ -8,7 +8,7 @@ interface HmacSha256Streaming {
   crypto_auth_hmacsha256_final(state: LibsodiumModule.StateAddress): Uint8Array;
 }
 
-export type Sodium = typeof LibsodiumModule & HmacSha256Streaming;
+type Sodium = typeof LibsodiumModule & HmacSha256Streaming;
 
 let instance: Sodium | undefined;
 let loading: Promise<void> | undefined;

@@ -31,7 +31,7 @@ export interface Db {
   close(): Promise<void>;
 }
 
-export type DatabaseTarget =
+type DatabaseTarget =
   | { kind: 'sqlite'; file: string }
   | { kind: 'postgres'; url: string; maxConnections?: number }
   /** Any Kysely PostgreSQL-compatible dialect (the test suite uses an in-process PGlite). */

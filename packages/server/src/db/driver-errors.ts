@@ -3,7 +3,7 @@
  * the SQLite drivers' `SQLITE_…` codes or message): the one place that reads
  * driver error codes.
  */
-export type DriverErrorKind = 'unique_violation' | 'deadlock';
+type DriverErrorKind = 'unique_violation' | 'deadlock';
 
 export function driverErrorKind(error: unknown): DriverErrorKind | null {
   const e = error as { code?: unknown; message?: unknown } | null;

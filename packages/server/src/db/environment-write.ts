@@ -7,7 +7,7 @@ import { preparedWrite } from './prepared-query.js';
 import type { Database } from './schema.js';
 
 /** What a write's work returns to the runner. */
-export interface EnvironmentWriteDone<T> {
+interface EnvironmentWriteDone<T> {
   /** The environment written: its revision is bumped last. */
   environmentId: string;
   /** PostgreSQL: the statement that chains the write's audit events, sent with the commit ('' for none). */
@@ -34,7 +34,7 @@ const revisionStatement = preparedWrite((db, _variant, environment: { id: string
 );
 
 /** Bumps an environment's revision (the listing cache key) inside a transaction. */
-export async function bumpRevision(db: Kysely<Database>, environmentId: string): Promise<void> {
+async function bumpRevision(db: Kysely<Database>, environmentId: string): Promise<void> {
   await revisionStatement(db, '', { id: environmentId });
 }
 

@@ -87,7 +87,7 @@ export interface MemberTable {
 }
 
 /** A user's signed key pins document (the SDK's `SignedKeyPins`), latest version only. */
-export interface KeyPinsTable {
+interface KeyPinsTable {
   user_id: string;
   version: number;
   /** JSON of the document exactly as signed. */
@@ -205,7 +205,7 @@ export interface AuditEventTable {
 }
 
 /** The last link of each audit chain: a project's id, or '' for events without a project. */
-export interface AuditChainHeadTable {
+interface AuditChainHeadTable {
   chain: string;
   /** Events in the chain (the last one's `chain_seq`). */
   seq: number;
@@ -233,7 +233,7 @@ export interface ServerSettingTable {
   created_at: string;
 }
 
-export interface MembershipStatementTable {
+interface MembershipStatementTable {
   project_id: string;
   seq: number;
   /** JSON of the statement exactly as signed (see the SDK's CRYPTO.md, "Membership chain"). */

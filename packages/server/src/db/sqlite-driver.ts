@@ -14,9 +14,9 @@ import type BetterSqlite3 from 'better-sqlite3';
  * teardown (`Assertion failed: (env) != nullptr`), so it must never be loaded
  * there.
  */
-export type SqliteDriverName = 'node:sqlite' | 'better-sqlite3';
+type SqliteDriverName = 'node:sqlite' | 'better-sqlite3';
 
-export interface SqliteRunResult {
+interface SqliteRunResult {
   changes: number | bigint;
   lastInsertRowid: number | bigint;
 }
@@ -50,7 +50,7 @@ export interface SqliteConnection {
   close(): void;
 }
 
-export interface SqliteOpenOptions {
+interface SqliteOpenOptions {
   readonly?: boolean;
   /** Fail (`SQLITE_CANTOPEN`) instead of creating the file. */
   fileMustExist?: boolean;

@@ -13,9 +13,9 @@ import { keyTrustRoutes } from './key-trust/key-trust.routes.js';
 import { membershipChainRoutes } from './membership-chain/membership-chain.routes.js';
 
 /** What a `/v1` route plugin is given: the services (and limits) it may call. */
-export type V1Deps = Services & { rekeyBodyLimitBytes: number };
+type V1Deps = Services & { rekeyBodyLimitBytes: number };
 
-export type DomainRoutes = (app: FastifyInstance, deps: V1Deps) => Promise<void>;
+type DomainRoutes = (app: FastifyInstance, deps: V1Deps) => Promise<void>;
 
 /** The `/v1` domains, registered in this order under the `/v1` prefix. One line per domain. */
 export const V1_DOMAINS: DomainRoutes[] = [

@@ -1,8 +1,8 @@
 import { Type, type TProperties } from 'typebox';
 import { toCount } from '../db/database.js';
 
-export const MAX_PER_PAGE = 100;
-export const DEFAULT_PER_PAGE = 20;
+const MAX_PER_PAGE = 100;
+const DEFAULT_PER_PAGE = 20;
 
 export interface ListParams<S extends string = string> {
   page: number;

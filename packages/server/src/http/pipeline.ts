@@ -31,7 +31,7 @@ declare module 'fastify' {
   }
 }
 
-export interface PipelineDeps {
+interface PipelineDeps {
   config: Config;
   clock: Clock;
   resolver: CredentialResolver;
@@ -39,7 +39,7 @@ export interface PipelineDeps {
 }
 
 /** The budget a request spends: its credential's kind, or the client IP's (`anonymous`, `auth`). */
-export type RateBudget = 'auth' | 'session' | 'api_key' | 'ci_token' | 'anonymous';
+type RateBudget = 'auth' | 'session' | 'api_key' | 'ci_token' | 'anonymous';
 
 /** A 429 refusal, with the budget it exceeded (metrics count refusals by it). */
 export class RateLimitedError extends AppError {
@@ -270,11 +270,6 @@ function readCookie(header: string | undefined, name: string): string | undefine
     }
   }
   return undefined;
-}
-
-export function requirePrincipal(request: FastifyRequest): Principal {
-  if (!request.principal) throw new AppError('unauthenticated', 'Authentication required');
-  return request.principal;
 }
 
 export type { FastifyReply };

@@ -26,8 +26,6 @@ export type Principal =
       readonly scopes: Scopes;
     };
 
-export type CredentialKind = Principal['kind'];
-
 export type Resolution =
   | { readonly principal: Principal }
   | { readonly error: 'unauthenticated' | 'token_expired' | 'forbidden'; readonly message: string };

@@ -4,7 +4,7 @@ import { Type, type TSchema } from 'typebox';
 export const DataEnvelope = <T extends TSchema>(data: T) =>
   Type.Object({ data }, { additionalProperties: false });
 
-export const Pagination = Type.Object(
+const Pagination = Type.Object(
   {
     page: Type.Integer(),
     per_page: Type.Integer(),

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type * as selfsigned from 'selfsigned';
 import type { Config } from '../config.js';
 
-export interface TlsMaterial {
+interface TlsMaterial {
   key: string;
   cert: string;
   /** SHA-256 fingerprint of the certificate, `AA:BB:…`, for users to compare. */
@@ -90,7 +90,7 @@ export async function loadTls(config: Config): Promise<TlsMaterial | null> {
   };
 }
 
-export function fingerprintOf(certPem: string): string {
+function fingerprintOf(certPem: string): string {
   return new X509Certificate(certPem).fingerprint256;
 }
 

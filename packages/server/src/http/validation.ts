@@ -116,7 +116,7 @@ function coercionOf(schema: JsonSchema | undefined): Coerce | null {
  * coerced: `{"name": 123}` is a validation error, not the string "123".
  * Null when no parameter of the schema needs converting.
  */
-export function parameterCoercion(
+function parameterCoercion(
   schema: JsonSchema | undefined,
 ): ((values: Record<string, unknown>) => Record<string, unknown>) | null {
   const properties = (schema?.properties ?? {}) as Record<string, JsonSchema>;

@@ -4,7 +4,7 @@ import { projectAccess, requireRole } from '../../access/project-access.js';
 import type { Actor } from './audit.js';
 import { listAuditEvents, type AuditEventRow, type AuditFilter } from './audit.repo.js';
 
-export interface AuditEventObject {
+interface AuditEventObject {
   id: string;
   action: string;
   actor_id: string | null;

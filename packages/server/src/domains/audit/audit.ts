@@ -96,17 +96,7 @@ export async function insertAuditRows(
   await storeChainHeads(db, chained.heads);
 }
 
-/** Appends several events of one request (e.g. a batch write) in as few statements as possible. */
-export async function recordAuditMany(
-  db: Kysely<Database>,
-  actor: Actor,
-  entries: readonly AuditEntry[],
-  at: Date,
-): Promise<void> {
-  await insertAuditRows(db, auditRows(actor, entries, at));
-}
-
-export interface AuditBufferOptions {
+interface AuditBufferOptions {
   /** Longest time an event waits in memory before it is written. */
   flushIntervalMs?: number;
   /** Write as soon as this many distinct events wait (a bound on memory, not a flush rhythm). */

@@ -13,7 +13,7 @@ import { AppError } from '../../errors.js';
  * SDK's crypto), `data:` images, requests to this origin only. No inline script
  * or style, and nothing may frame it.
  */
-export const DASHBOARD_CSP =
+const DASHBOARD_CSP =
   "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** Build outputs under `/assets/` carry a content hash in their name, so they never change. */

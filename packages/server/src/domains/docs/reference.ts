@@ -3,7 +3,7 @@ export interface OpenApiDocument {
   paths: Record<string, Record<string, OpenApiOperation>>;
 }
 
-export interface OpenApiOperation {
+interface OpenApiOperation {
   summary?: string;
   description?: string;
   tags?: string[];

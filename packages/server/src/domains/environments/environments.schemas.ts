@@ -3,7 +3,7 @@ import { listQuerySchema } from '../../http/pagination.js';
 import { Timestamp } from '../../http/schemas.js';
 
 /** Lower-case letters, digits and inner hyphens, 1–64 characters; unique per project. */
-export const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$';
+const SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$';
 
 export const Environment = Type.Object(
   {
@@ -44,7 +44,7 @@ export const UpdateEnvironmentBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-export const ENVIRONMENT_SORTS = ['created_at', 'updated_at', 'name', 'slug'] as const;
+const ENVIRONMENT_SORTS = ['created_at', 'updated_at', 'name', 'slug'] as const;
 export const EnvironmentListQuery = listQuerySchema(ENVIRONMENT_SORTS, {});
 
 export type CreateEnvironmentInput = Static<typeof CreateEnvironmentBody>;

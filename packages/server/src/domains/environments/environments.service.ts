@@ -23,7 +23,7 @@ import type {
 const MAX_SLUG_LENGTH = 64;
 
 /** `"Staging (EU)"` → `"staging-eu"`: what a slug defaults to when only a name is given. */
-export function slugFromName(name: string): string {
+function slugFromName(name: string): string {
   return name
     .toLowerCase()
     .normalize('NFKD')

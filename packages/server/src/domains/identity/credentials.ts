@@ -77,7 +77,7 @@ const sessionByHash = preparedQuery((db, hash: string) =>
  */
 export const CREDENTIAL_CACHE_TTL_MS = 5_000;
 /** `last_used_at` is written at most this often per credential, not on every request. */
-export const LAST_USED_RESOLUTION_MS = 60_000;
+const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_CACHED_CREDENTIALS = 10_000;
 
 /** A credential row as loaded from the database. */

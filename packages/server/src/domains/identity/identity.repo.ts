@@ -64,7 +64,7 @@ export async function activateInvitedUser(
   return Number(result.numUpdatedRows) === 1;
 }
 
-export type PasswordFields = Pick<
+type PasswordFields = Pick<
   UserRow,
   'kdf_params' | 'auth_key_hash' | 'wrapped_private_keys' | 'updated_at'
 >;
@@ -123,7 +123,7 @@ export async function deleteSessionsOfUser(
   return ids;
 }
 
-export type SessionSort = 'created_at' | 'last_used_at' | 'expires_at';
+type SessionSort = 'created_at' | 'last_used_at' | 'expires_at';
 
 export async function listSessionsOfUser(
   db: Db,

@@ -122,7 +122,7 @@ export const User = Type.Object(
 );
 export type User = Static<typeof User>;
 
-export const SessionInfo = Type.Object(
+const SessionInfo = Type.Object(
   { id: Type.String({ pattern: idPattern('session') }), expires_at: Timestamp },
   { additionalProperties: false },
 );

@@ -48,7 +48,7 @@ export interface Requester {
   userAgent: string | null;
 }
 
-export interface LoginResult {
+interface LoginResult {
   /** The raw session token for the cookie; the database only has its hash. */
   token: string;
   user: User;

@@ -7,7 +7,7 @@ import { roleSchema } from '../projects/projects.schemas.js';
 import { INVITATION_SORTS } from './invitations.repo.js';
 
 /** One of the signed-in user's open invitations. `id` is the member id to accept or decline. */
-export const InvitationSchema = Type.Object(
+const InvitationSchema = Type.Object(
   {
     id: Type.String({ description: 'Member id, `mbr_…`' }),
     project: Type.Object(
@@ -37,7 +37,7 @@ export const InvitationSchema = Type.Object(
 );
 
 /** The member an accepted invitation became. */
-export const AcceptedMemberSchema = Type.Object(
+const AcceptedMemberSchema = Type.Object(
   {
     id: Type.String({ description: 'Member id, `mbr_…`' }),
     project_id: Type.String(),

@@ -4,12 +4,12 @@ import { idPattern } from '../../ids.js';
 import { DataEnvelope } from '../../http/schemas.js';
 import { PublicKey, Signature } from '../vault/vault.schemas.js';
 
-export const SealedIntroduction = Type.String({
+const SealedIntroduction = Type.String({
   pattern: SEALED_INTRODUCTION_PATTERN.source,
   description:
     'The introduction secret sealed for the project’s admins, `v1.<epoch>.<nonce>.<ciphertext>` (see the SDK’s CRYPTO.md)',
 });
-export const IntroductionProof = Type.String({
+const IntroductionProof = Type.String({
   pattern: INTRODUCTION_PROOF_PATTERN.source,
   description: 'HMAC-SHA-256 under the introduction secret, base64url (32 bytes)',
 });
@@ -54,7 +54,7 @@ const ProjectPin = Type.Object(
   },
 );
 
-export const KeyPinsDocument = Type.Object(
+const KeyPinsDocument = Type.Object(
   {
     user_id: Type.String(),
     version: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }),

@@ -22,7 +22,7 @@ export const RETRY_MAX_MS = 60 * 60_000;
 const LEASE_MS = 2 * 60_000;
 const BATCH = 20;
 
-export const retryDelayMs = (attempts: number): number =>
+const retryDelayMs = (attempts: number): number =>
   Math.min(RETRY_BASE_MS * 2 ** Math.max(0, attempts - 1), RETRY_MAX_MS);
 
 type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & { log: FastifyBaseLogger };

@@ -1,7 +1,7 @@
 import type { Role } from '../../http/principal.js';
 import type { EmailMessage } from '../mail/outbox.js';
 
-export interface InvitationMailInput {
+interface InvitationMailInput {
   to: string;
   /** The member id of the invitation (`mbr_…`), what the CLI accepts. */
   memberId: string;

@@ -6,8 +6,8 @@ import type { Role } from '../../http/principal.js';
 import { pageOf, type SortColumn } from '../../db/list-order.js';
 import { selectRows } from '../../db/prepared-query.js';
 
-export type MemberRow = Selectable<MemberTable>;
-export type MemberStatus = MemberTable['status'];
+type MemberRow = Selectable<MemberTable>;
+type MemberStatus = MemberTable['status'];
 /** A member row with the user's e-mail and name, what every member response shows. */
 export type MemberWithUser = MemberRow & { email: string; name: string };
 
@@ -191,7 +191,7 @@ export async function revokeUserTokens(
   return revoked;
 }
 
-export type UserRow = Pick<Selectable<UserTable>, 'id' | 'email' | 'name' | 'status'>;
+type UserRow = Pick<Selectable<UserTable>, 'id' | 'email' | 'name' | 'status'>;
 
 export function findUserByEmail(db: Kysely<Database>, email: string): Promise<UserRow | undefined> {
   return db

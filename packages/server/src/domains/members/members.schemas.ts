@@ -24,7 +24,7 @@ const id = Type.String({ description: 'Member id, `mbr_…`' });
 const projectId = Type.String({ description: 'Project id, `proj_…`' });
 
 /** The invite response (spec 4.1): exactly these fields. */
-export const InvitedMemberSchema = Type.Object(
+const InvitedMemberSchema = Type.Object(
   {
     id,
     project_id: projectId,
@@ -40,7 +40,7 @@ export const InvitedMemberSchema = Type.Object(
 );
 
 /** A list item (spec 4.2): `joined_at` for active members, `invited_at` for pending and revoked ones. */
-export const MemberListItemSchema = Type.Object(
+const MemberListItemSchema = Type.Object(
   {
     id,
     user: UserRefSchema,
@@ -53,7 +53,7 @@ export const MemberListItemSchema = Type.Object(
 );
 
 /** The role-update response (spec 4.3): exactly these fields. */
-export const UpdatedMemberSchema = Type.Object(
+const UpdatedMemberSchema = Type.Object(
   {
     id,
     project_id: projectId,

@@ -44,7 +44,7 @@ import {
 
 export type { MemberWithUser };
 
-export interface UserRef {
+interface UserRef {
   id: string;
   email: string;
   name: string;

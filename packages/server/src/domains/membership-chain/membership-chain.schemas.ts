@@ -5,7 +5,7 @@ import { PublicKey, Signature } from '../vault/vault.schemas.js';
 
 const Role = Type.Union([Type.Literal('admin'), Type.Literal('developer'), Type.Literal('viewer')]);
 
-export const MembershipStatement = Type.Object(
+const MembershipStatement = Type.Object(
   {
     project_id: Type.String({ pattern: idPattern('project') }),
     seq: Type.Integer({ minimum: 0, maximum: 99_999 }),

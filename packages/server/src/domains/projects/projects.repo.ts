@@ -11,7 +11,7 @@ export type ProjectRow = Pick<
   'id' | 'name' | 'description' | 'created_at' | 'updated_at'
 >;
 /** A project with the role of the member through whom the caller sees it. */
-export type ProjectWithRole = ProjectRow & { role: Role };
+type ProjectWithRole = ProjectRow & { role: Role };
 
 type ProjectSort = (typeof PROJECT_SORTS)[number];
 const SORT_COLUMNS: Record<ProjectSort, SortColumn> = {

@@ -11,7 +11,7 @@ export const roleSchema = (
   });
 
 /** The project as the API shows it; vault fields live under `GET /v1/projects/{p}/vault`. */
-export const ProjectSchema = Type.Object(
+const ProjectSchema = Type.Object(
   {
     id: Type.String({ description: '`proj_…`' }),
     name: Type.String(),

@@ -29,9 +29,9 @@ import {
 import type { PROJECT_SORTS } from './projects.schemas.js';
 
 /** Every new project starts with these environments (name = slug). */
-export const DEFAULT_ENVIRONMENTS = ['development', 'staging', 'production'] as const;
+const DEFAULT_ENVIRONMENTS = ['development', 'staging', 'production'] as const;
 
-export interface Project {
+interface Project {
   id: string;
   name: string;
   description: string;

@@ -15,7 +15,7 @@ interface Entry extends CachedListing {
 }
 
 /** What identifies one serialized listing. Readers and non-readers never share an entry. */
-export interface ListingKey {
+interface ListingKey {
   environmentId: string;
   /** `environments.revision`, read in the same query as the caller's access. */
   revision: number;
@@ -26,7 +26,7 @@ export interface ListingKey {
   order: string;
 }
 
-export interface ListingCacheOptions {
+interface ListingCacheOptions {
   /** Upper bound of the cached bodies' total size; least recently used entries go first. */
   maxBytes?: number;
   /** With several instances: invalidations are published here, and a duplicate connection subscribes. */
@@ -35,7 +35,7 @@ export interface ListingCacheOptions {
   onError?: (err: unknown) => void;
 }
 
-export const DEFAULT_LISTING_CACHE_BYTES = 32 * 1024 * 1024;
+const DEFAULT_LISTING_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** How long environment invalidations gather before they are published together. */
 const PUBLISH_DELAY_MS = 20;

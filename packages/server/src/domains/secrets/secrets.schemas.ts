@@ -5,9 +5,9 @@ import { Timestamp } from '../../http/schemas.js';
 import { EnvironmentParams } from '../../http/params.js';
 
 /** Environment-variable names: what `coffer run` can export to a process. */
-export const SECRET_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
-export const MAX_SECRET_NAME_LENGTH = 256;
-export const MAX_COMMENT_LENGTH = 500;
+const SECRET_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
+const MAX_SECRET_NAME_LENGTH = 256;
+const MAX_COMMENT_LENGTH = 500;
 export const MAX_BATCH_ITEMS = 1000;
 
 const SecretName = Type.String({
@@ -18,7 +18,7 @@ const SecretName = Type.String({
 });
 
 /** The SDK's envelope; the server checks its shape and reads its epoch, never decrypts it. */
-export const SecretValue = Type.String({
+const SecretValue = Type.String({
   pattern: SECRET_ENVELOPE_PATTERN.source,
   maxLength: MAX_SECRET_ENVELOPE_LENGTH,
   description:
@@ -125,11 +125,11 @@ export const BatchResult = Type.Object(
   { additionalProperties: false },
 );
 
-export const SECRET_SORTS = ['created_at', 'updated_at', 'name'] as const;
+const SECRET_SORTS = ['created_at', 'updated_at', 'name'] as const;
 export type SecretSort = (typeof SECRET_SORTS)[number];
 export const SecretListQuery = listQuerySchema(SECRET_SORTS, {});
 
-export const VERSION_SORTS = ['created_at', 'version'] as const;
+const VERSION_SORTS = ['created_at', 'version'] as const;
 export type VersionSort = (typeof VERSION_SORTS)[number];
 export const VersionListQuery = listQuerySchema(VERSION_SORTS, {});
 

@@ -72,13 +72,13 @@ function checkExpectedVersion(field: string, expected: number | undefined, curre
 
 const isToken = (context: EnvironmentContext) => context.access.principal.kind !== 'session';
 
-export interface ListingResult {
+interface ListingResult {
   listing: CachedListing;
   /** Audits the listing as a read (tokens only): call it when its body is sent, not for a 304. */
   countRead(): void;
 }
 
-export interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache'> {
+interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache'> {
   /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
   readAudit: AuditBuffer;
 }

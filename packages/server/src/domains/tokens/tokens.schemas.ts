@@ -45,7 +45,7 @@ export const TokenParams = (kind: 'apiKey' | 'ciToken') =>
 
 // ---- API keys -------------------------------------------------------------------
 
-export const ApiKey = Type.Object(
+const ApiKey = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),
@@ -89,7 +89,6 @@ export const CreatedApiKey = DataEnvelope(
   ),
 );
 
-export const ApiKeyEnvelope = DataEnvelope(ApiKey);
 export const ApiKeyList = ListEnvelope(ApiKey);
 export const ApiKeyListQuery = listQuerySchema(
   ['created_at', 'name', 'expires_at', 'last_used_at'],
@@ -100,7 +99,7 @@ export const ApiKeyListQuery = listQuerySchema(
 
 export const MAX_CI_TOKEN_TTL_SECONDS = 3600;
 
-export const CiToken = Type.Object(
+const CiToken = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),
@@ -147,6 +146,5 @@ export const CreatedCiToken = DataEnvelope(
   ),
 );
 
-export const CiTokenEnvelope = DataEnvelope(CiToken);
 export const CiTokenList = ListEnvelope(CiToken);
 export const CiTokenListQuery = listQuerySchema(['created_at', 'name', 'expires_at'], {});

@@ -19,7 +19,7 @@ import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './tokens.repo.js';
 import { MAX_CI_TOKEN_TTL_SECONDS } from './tokens.schemas.js';
 
-export type TokensDeps = Pick<Infra, 'db' | 'clock'> & {
+type TokensDeps = Pick<Infra, 'db' | 'clock'> & {
   credentials: CredentialForgetting;
   vault: Pick<VaultService, 'environmentsOf' | 'stateOf' | 'insertGrants'>;
 };
@@ -33,13 +33,13 @@ interface NewTokenInput {
   grants: readonly EnvironmentGrantInput[];
 }
 
-export interface CreateApiKeyInput extends NewTokenInput {
+interface CreateApiKeyInput extends NewTokenInput {
   name: string;
   role: Role;
   expires_at?: string;
 }
 
-export interface CreateCiTokenInput extends NewTokenInput {
+interface CreateCiTokenInput extends NewTokenInput {
   ttl_seconds?: number;
 }
 

@@ -10,7 +10,7 @@ import type { GrantRow, RecipientType } from './vault.repo.js';
 // forged upload cannot leave a member or token holding a grant that fails later.
 
 /** `verifyGrantSignature` throws on malformed input; for the server that is just "does not verify". */
-export function signatureHolds(
+function signatureHolds(
   grant: Grant,
   recipientPublicKey: string,
   granterSigningPublicKey: string,
@@ -153,7 +153,7 @@ export function signatureFailures(
 }
 
 /** The SDK's view of a stored grant (what was signed). */
-export const asGrant = (row: GrantRow): Grant => ({
+const asGrant = (row: GrantRow): Grant => ({
   kind: row.kind,
   project_id: row.project_id,
   epoch: row.epoch,

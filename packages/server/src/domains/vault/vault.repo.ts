@@ -250,7 +250,7 @@ export async function allVersions(db: Db, projectId: string) {
     .execute();
 }
 
-export interface LiveToken {
+interface LiveToken {
   type: 'api_key' | 'ci_token';
   id: string;
   name: string;

@@ -19,7 +19,7 @@ export const PublicKey = Type.String({
   pattern: KEY_32_PATTERN.source,
   description: '32-byte public key, base64url without padding',
 });
-export const SealedKey = Type.String({
+const SealedKey = Type.String({
   pattern: SEALED_KEY_PATTERN.source,
   description: 'crypto_box_seal of the 32-byte key to the recipient, base64url (80 bytes)',
 });
@@ -27,16 +27,16 @@ export const Signature = Type.String({
   pattern: SIGNATURE_PATTERN.source,
   description: "Ed25519 signature by the granter over the grant's binding, base64url (64 bytes)",
 });
-export const Epoch = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 });
-export const Envelope = Type.String({
+const Epoch = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 });
+const Envelope = Type.String({
   pattern: SECRET_ENVELOPE_PATTERN.source,
   maxLength: MAX_SECRET_ENVELOPE_LENGTH,
   description: 'Encrypted secret value `v1.xc20p.<epoch>.<nonce>.<ciphertext>`',
 });
-export const EnvironmentId = Type.String({ pattern: idPattern('environment') });
-export const UserId = Type.String({ pattern: idPattern('user') });
+const EnvironmentId = Type.String({ pattern: idPattern('environment') });
+const UserId = Type.String({ pattern: idPattern('user') });
 /** An API key (`key_`) or CI token (`cit_`) id. */
-export const TokenId = Type.String({
+const TokenId = Type.String({
   pattern: `(${idPattern('apiKey')})|(${idPattern('ciToken')})`,
 });
 
@@ -47,7 +47,7 @@ export const EnvironmentGrantInput = Type.Object(
 );
 
 /** A stored grant as its recipient reads it: everything `openGrant` in the SDK needs. */
-export const GrantView = Type.Object(
+const GrantView = Type.Object(
   {
     id: Type.String(),
     kind: Type.Union([Type.Literal('project_key'), Type.Literal('environment_key')]),
@@ -89,7 +89,7 @@ const MemberKeys = {
   }),
 };
 
-export const PendingGrant = Type.Object(
+const PendingGrant = Type.Object(
   {
     member_id: Type.String(),
     ...MemberKeys,

@@ -15,16 +15,16 @@ import { grantRow, grantView, invalidSignatures, signatureFailures, staleEpoch }
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';
 
-export type VaultDeps = Pick<Infra, 'db' | 'clock' | 'listingCache'>;
+type VaultDeps = Pick<Infra, 'db' | 'clock' | 'listingCache'>;
 
-export interface MemberGrantInput {
+interface MemberGrantInput {
   recipient_id: string;
   epoch: number;
   sealed_key: string;
   signature: string;
 }
 
-export interface RekeyInput {
+interface RekeyInput {
   from_epoch: number;
   versions: readonly { id: string; value: string }[];
   grants: readonly MemberGrantInput[];
