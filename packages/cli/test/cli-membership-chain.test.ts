@@ -215,7 +215,7 @@ for (const dialect of DIALECTS) {
       const bobJoined = await joinProject('bob', 'Shop', 'developer', 'introduction');
       const carolJoined = JSON.parse(
         (await joinProject('carol', 'Shop', 'developer', 'email')).stdout,
-      ) as { project_fingerprint: string | null };
+      ) as { project_fingerprint: string | null; project_verified: boolean };
       await grant('bob', 'Shop');
       await grant('carol', 'Shop');
 
@@ -223,9 +223,11 @@ for (const dialect of DIALECTS) {
       assert.match(shown.fingerprint ?? '', /^([0-9A-F]{8} ){4}[0-9A-F]{8}$/);
       assert.match(
         bobJoined.stderr,
-        new RegExp(`Project fingerprint: ${shown.fingerprint} \\(compare it with your inviter`),
+        new RegExp(`Project fingerprint: ${shown.fingerprint} \\(it matched the introduction link`),
       );
       assert.equal(carolJoined.project_fingerprint, shown.fingerprint);
+      // Joined through the e-mail alone: nothing from the inviter vouched for the project.
+      assert.equal(carolJoined.project_verified, false);
       assert.equal(shown.fingerprint, (await chainOf(shop)).state.fingerprint);
       assert.deepEqual(
         shown.statements.map((s) => [s.seq, s.kind, s.email, s.role, s.signer_email]),

@@ -359,6 +359,7 @@ const accept: Command = {
     const token = invitationToken(str(values, 'token') ?? str(values, 'invitation'));
     let member;
     let inviterVerified = false;
+    let projectVerified = false;
     let projectFingerprint: string | null;
     try {
       const pins = await ctx.keyPins(client);
@@ -372,6 +373,7 @@ const accept: Command = {
         );
         member = result.member;
         inviterVerified = result.inviterVerified;
+        projectVerified = result.projectVerified;
         projectFingerprint = result.projectFingerprint;
       } else {
         member = await acceptInvitation(client, id, token);
@@ -394,12 +396,15 @@ const accept: Command = {
         ...member,
         ...(introduction !== undefined ? { inviter_verified: inviterVerified } : {}),
         project_fingerprint: projectFingerprint,
+        project_verified: projectVerified,
       });
     note(`Joined project ${member.project_id} as ${member.role}.`);
     if (inviterVerified) note('Your inviter’s keys matched the introduction link and are pinned.');
     if (projectFingerprint !== null) {
       note(
-        `Project fingerprint: ${projectFingerprint} (compare it with your inviter if you wish; your client pinned it and refuses another project chain under this id).`,
+        projectVerified
+          ? `Project fingerprint: ${projectFingerprint} (it matched the introduction link; your client pinned it and refuses another project chain under this id).`
+          : `Project fingerprint: ${projectFingerprint}. Nothing from your inviter vouched for it (you joined without the introduction link): compare it with them out of band. Your client pinned it and refuses another project chain under this id.`,
       );
     } else {
       note(
