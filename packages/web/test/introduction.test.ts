@@ -12,6 +12,7 @@ import {
   Visitor,
   hasChromium,
   launchBrowser,
+  mainPage,
   serviceMissing,
   startCoffer,
   type Coffer,
@@ -89,6 +90,7 @@ async function acceptInBrowser(invitee: Seeded, link: string): Promise<void> {
     /^[0-9A-F]{8}( [0-9A-F]{8}){4}$/,
   );
   await expect(joined).toContainText('It matches the one in');
+  await mainPage(page, 'joined-project-fingerprint');
   await joined.getByRole('link', { name: /^Open / }).click();
   await expect(page.getByText('Waiting for the project key')).toBeVisible();
   await visitor.check();

@@ -76,22 +76,25 @@ export function SignChainDialog({
               then accepts keys only from admins of the chain.
             </p>
             <div className="table-scroll">
-              <table className="table">
+              <table className="table key-holders">
                 <caption className="visually-hidden">Key holders to sign in</caption>
                 <thead>
                   <tr>
-                    <th scope="col">Member</th>
+                    <th scope="col">Member and key fingerprint</th>
                     <th scope="col">Role</th>
-                    <th scope="col">Key fingerprint</th>
                     <th scope="col">Your pin</th>
                   </tr>
                 </thead>
                 <tbody>
                   {candidates.map((c) => (
                     <tr key={c.user_id}>
-                      <td>{c.email}</td>
+                      <td>
+                        {c.email}
+                        {/* Under the address and wrapping, not in a column of its own: on a
+                            phone the fingerprint, what this dialog is for, stays on screen. */}
+                        <div className="mono fingerprint">{c.fingerprint}</div>
+                      </td>
                       <td>{c.role}</td>
-                      <td className="mono fingerprint">{c.fingerprint}</td>
                       <td>{PINNED[c.pinned]}</td>
                     </tr>
                   ))}
