@@ -379,7 +379,6 @@ const accept: Command = {
         member = await acceptInvitation(client, id, token);
         // A member now: the chain is readable; its root is pinned at join.
         const chain = await loadMembershipChain(client, member.project_id, { pins });
-        await pins.save();
         projectFingerprint = chain?.fingerprint ?? null;
       }
     } catch (err) {

@@ -1,7 +1,6 @@
 import {
-  checkMembershipChain,
   fingerprint,
-  getMembershipChain,
+  loadMembershipChain,
   grantMember,
   isVaultError,
   listMembers,
@@ -219,14 +218,15 @@ const PINNED: Record<ChainCandidate['pinned'], string> = {
 /** Prints the project's chain, verified here (against the pinned root, or the token's). */
 async function showChain(ctx: Context, client: CofferClient, project: string): Promise<void> {
   await ready();
-  const [{ statements }, members, pins, root] = await Promise.all([
-    getMembershipChain(client, project),
-    allPages((page, per_page) => listMembers(client, project, { page, per_page })),
+  const [pins, root] = await Promise.all([
     ctx.token ? undefined : ctx.keyPins(client),
     ctx.token ? tokenParts(ctx).then((p) => p.chainRoot) : null,
   ]);
-  const state = checkMembershipChain(statements, project, { ...(pins ? { pins } : {}), root });
-  if (pins?.dirty) await pins.save();
+  const [state, members] = await Promise.all([
+    loadMembershipChain(client, project, { ...(pins ? { pins } : {}), root }),
+    allPages((page, per_page) => listMembers(client, project, { page, per_page })),
+  ]);
+  const statements = state?.statements ?? [];
   // Members' addresses from the members list; those no longer members (removed) from your pins.
   const emails = new Map<string, string>();
   for (const p of pins?.list() ?? []) if (p.email) emails.set(p.user_id, p.email);

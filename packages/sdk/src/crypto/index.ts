@@ -118,5 +118,6 @@ export {
   type MembershipRole,
   type MembershipState,
   type MembershipStatement,
+  type MembershipSubject,
   type UnsignedStatement,
 } from './membership.js';

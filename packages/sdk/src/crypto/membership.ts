@@ -38,10 +38,14 @@ export interface MembershipStatement {
 
 export type UnsignedStatement = Omit<MembershipStatement, 'signature'>;
 
-export interface ChainMember {
+/** Whom a statement is about: a user and their public keys (base64url). */
+export interface MembershipSubject {
   user_id: string;
   public_key: string;
   signing_public_key: string;
+}
+
+export interface ChainMember extends MembershipSubject {
   role: MembershipRole;
 }
 
@@ -58,6 +62,8 @@ export interface MembershipState {
   head: string;
   /** Link hash of every statement, by seq (for rollback checks). */
   hashes: string[];
+  /** The statements verified, in order (to show them). */
+  statements: readonly MembershipStatement[];
   /** Current members by user id. */
   members: Map<string, ChainMember>;
   /**
@@ -245,6 +251,7 @@ export function verifyMembershipChain(
     length: statements.length,
     head: hashes[hashes.length - 1]!,
     hashes,
+    statements,
     members,
     everAdmin,
     everSigningKeys,
@@ -269,7 +276,7 @@ export function nextMembershipStatement(
   input: {
     projectId: string;
     kind: MembershipKind;
-    subject: { user_id: string; public_key: string; signing_public_key: string };
+    subject: MembershipSubject;
     role: MembershipRole | null;
     signerId: string;
     signingSecretKey: Uint8Array;

@@ -215,8 +215,8 @@ export async function acceptWithIntroduction(
     const member = await acceptInvitation(client, memberId, options.token, proof);
     // A member now: the chain is readable. Its root is pinned at join.
     // chain_changed when the server shows another chain than the link names.
+    // Saves the pins too (the inviter's, the root).
     const chain = await loadMembershipChain(client, projectId, { pins: options.pins, root });
-    await options.pins?.save();
     return {
       member,
       inviterVerified,

@@ -8,6 +8,7 @@ import {
   type MembershipRole,
   type MembershipState,
   type MembershipStatement,
+  type MembershipSubject,
 } from '../crypto/index.js';
 import { CofferApiError } from '../client/errors.js';
 import type { CofferClient } from '../client/http.js';
@@ -74,7 +75,10 @@ export function checkMembershipChain(
   return state;
 }
 
-/** Fetches and checks a project's chain (`checkMembershipChain`); saves pins that moved. */
+/**
+ * Fetches and checks a project's chain (`checkMembershipChain`) and saves the
+ * pins when the check moved them (a root pinned at first sight, a head that grew).
+ */
 export async function loadMembershipChain(
   client: CofferClient,
   projectId: string,
@@ -82,18 +86,14 @@ export async function loadMembershipChain(
 ): Promise<MembershipState | null> {
   await ready();
   const { statements } = await getMembershipChain(client, projectId);
-  return checkMembershipChain(statements, projectId, options);
-}
-
-interface Subject {
-  user_id: string;
-  public_key: string;
-  signing_public_key: string;
+  const state = checkMembershipChain(statements, projectId, options);
+  if (options.pins?.dirty) await options.pins.save();
+  return state;
 }
 
 interface StatementInput {
   kind: MembershipKind;
-  subject: Subject;
+  subject: MembershipSubject;
   role: MembershipRole | null;
 }
 
@@ -182,7 +182,7 @@ const keysOf = (session: VaultSession) => ({
  */
 export function statementsForGrant(
   state: MembershipState | null,
-  member: Subject & { email: string; role: 'admin' | 'developer' },
+  member: MembershipSubject & { email: string; role: 'admin' | 'developer' },
   pins?: KeyPins,
 ): StatementInput[] {
   if (!state) return [];

@@ -1,6 +1,5 @@
 import {
-  checkMembershipChain,
-  getMembershipChain,
+  loadMembershipChain,
   grantMember,
   isVaultError,
   vouchFor,
@@ -139,12 +138,9 @@ function MembershipChain({ projectId, isAdmin }: { projectId: string; isAdmin: b
     queryKey: [...chainKey(projectId), 'statements'],
     queryFn: async () => {
       const vault = await keyring.vault(projectId);
-      const pins = await keyring.pins();
-      const { statements } = await getMembershipChain(client, projectId);
-      const state = checkMembershipChain(statements, projectId, { pins });
-      if (pins.dirty) await pins.save();
+      const state = await loadMembershipChain(client, projectId, { pins: await keyring.pins() });
       vault.adoptChain(state);
-      return { statements, state, holdsKey: vault.holdsKeys };
+      return { statements: state?.statements ?? [], state, holdsKey: vault.holdsKeys };
     },
     staleTime: 0,
   });

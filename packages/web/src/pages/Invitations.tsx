@@ -34,7 +34,6 @@ async function accept(invitation: Invitation, token: string | undefined): Promis
   if (introduced) return introduced;
   const pins = await keyring.pins();
   const chain = await loadMembershipChain(client, invitation.project.id, { pins });
-  if (pins.dirty) await pins.save();
   return { fingerprint: chain?.fingerprint ?? null, verified: false };
 }
 
