@@ -557,23 +557,26 @@ test('introduction vectors: the proofs and the sealed secret, recomputed from pr
   );
 });
 
+/** The signed parts of a key pins document up to its pins, written out by hand from CRYPTO.md. */
+const keyPinsParts = (document: SignedKeyPins['document']) => [
+  'coffer/v1/key-pins',
+  document.user_id,
+  String(document.version),
+  String(document.pins.length),
+  ...document.pins.flatMap((p) => [
+    p.user_id,
+    p.email,
+    b(p.public_key),
+    b(p.signing_public_key),
+    p.status,
+    p.at,
+  ]),
+];
+
 test('key pins vectors: the signature covers every field', () => {
   const file = load<{ owner_signing_public_key: string; signed: SignedKeyPins }>('key-pins.json');
   const { document, signature } = file.signed;
-  const message = encodeParts([
-    'coffer/v1/key-pins',
-    document.user_id,
-    String(document.version),
-    String(document.pins.length),
-    ...document.pins.flatMap((p) => [
-      p.user_id,
-      p.email,
-      b(p.public_key),
-      b(p.signing_public_key),
-      p.status,
-      p.at,
-    ]),
-  ]);
+  const message = encodeParts([...keyPinsParts(document)]);
   assert.deepEqual(
     document.pins.map((p) => p.user_id),
     ['usr_bob', 'usr_carol'],
@@ -666,18 +669,7 @@ test('key pins vectors with project pins: the projects are signed too', () => {
     ['proj_a', 'proj_b'],
   );
   const message = encodeParts([
-    'coffer/v1/key-pins',
-    document.user_id,
-    String(document.version),
-    String(document.pins.length),
-    ...document.pins.flatMap((p) => [
-      p.user_id,
-      p.email,
-      b(p.public_key),
-      b(p.signing_public_key),
-      p.status,
-      p.at,
-    ]),
+    ...keyPinsParts(document),
     'projects',
     String(document.projects!.length),
     ...document.projects!.flatMap((p) => [p.project_id, b(p.root), String(p.seq), b(p.head), p.at]),

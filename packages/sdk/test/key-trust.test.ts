@@ -22,7 +22,6 @@ import {
   getMemberKeys,
   grantMember,
   inviteWithIntroduction,
-  isVaultError,
   openVault,
   parseCredential,
   parseIntroductionLink,
@@ -33,7 +32,6 @@ import {
   signKeyPins,
   toBase64url,
   vouchFor,
-  type VaultErrorCode,
 } from '../src/index.js';
 import { DIALECTS } from '../../server/test/support/db.js';
 import { eventually, invitationTokenIn } from '../../server/test/members/fixtures.js';
@@ -48,14 +46,7 @@ import {
   type Member,
   type Server,
 } from './vault-support.js';
-
-async function refuses(promise: Promise<unknown>, code: VaultErrorCode, names?: string) {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(isVaultError(error, code), `expected ${code}, got ${String(error)}`);
-    if (names) assert.ok((error as Error).message.includes(names), (error as Error).message);
-    return true;
-  });
-}
+import { refuses } from './support/api-errors.js';
 
 for (const dialect of DIALECTS) {
   describe(`key trust (${dialect})`, () => {

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  CofferApiError,
   KeyPins,
   acceptWithIntroduction,
   apiPath,
@@ -19,7 +18,6 @@ import {
   getMembershipChain,
   grantMember,
   inviteWithIntroduction,
-  isVaultError,
   nextMembershipStatement,
   openVault,
   parseIntroductionLink,
@@ -32,8 +30,9 @@ import {
   toBase64url,
   verifyMembershipChain,
   type ChainCandidate,
+  type MembershipState,
   type MembershipStatement,
-  type VaultErrorCode,
+  type MembershipSubject,
 } from '../src/index.js';
 import { DIALECTS } from '../../server/test/support/db.js';
 import { eventually, invitationTokenIn } from '../../server/test/members/fixtures.js';
@@ -48,26 +47,7 @@ import {
   type Member,
   type Server,
 } from './vault-support.js';
-
-async function refuses(promise: Promise<unknown>, code: VaultErrorCode, names?: string) {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(isVaultError(error, code), `expected ${code}, got ${String(error)}`);
-    if (names) assert.ok((error as Error).message.includes(names), (error as Error).message);
-    return true;
-  });
-}
-
-async function apiRefuses(promise: Promise<unknown>, status: number, issue: string) {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof CofferApiError, String(error));
-    assert.equal(error.status, status, error.message);
-    assert.ok(
-      error.details.some((d) => d.issue === issue),
-      `expected ${issue}: ${JSON.stringify(error.details)}`,
-    );
-    return true;
-  });
-}
+import { refuses, rejectsWithIssue } from './support/api-errors.js';
 
 for (const dialect of DIALECTS) {
   describe(`membership chain (${dialect})`, () => {
@@ -77,6 +57,52 @@ for (const dialect of DIALECTS) {
       KeyPins.load(m.client, { userId: m.id, keys: m.keys }, { minVersion });
     const chainOf = async (m: Member, projectId: string) =>
       (await getMembershipChain(m.client, projectId)).statements;
+    const subjectOf = (m: Member) => ({
+      user_id: m.id,
+      public_key: toBase64url(m.keys.encryption.publicKey),
+      signing_public_key: toBase64url(m.keys.signing.publicKey),
+    });
+    /** A statement `by` signs at the head of `state` (null: a root of their own). */
+    const signedBy = (
+      by: Member,
+      state: MembershipState | null,
+      projectId: string,
+      input: Pick<MembershipStatement, 'kind' | 'role'> & { subject?: MembershipSubject },
+      at = new Date().toISOString(),
+    ) =>
+      nextMembershipStatement(state, {
+        projectId,
+        kind: input.kind,
+        subject: input.subject ?? subjectOf(by),
+        role: input.role,
+        signerId: by.id,
+        signingSecretKey: by.keys.signing.secretKey,
+        at,
+      });
+    /** Writes statements behind the server's back; `replace` drops the stored chain first. */
+    async function plant(
+      projectId: string,
+      statements: MembershipStatement[],
+      options: { replace?: boolean } = {},
+    ) {
+      if (options.replace) {
+        await db()
+          .deleteFrom('membership_statements')
+          .where('project_id', '=', projectId)
+          .execute();
+      }
+      await db()
+        .insertInto('membership_statements')
+        .values(
+          statements.map((statement) => ({
+            project_id: projectId,
+            seq: statement.seq,
+            statement: JSON.stringify(statement),
+            created_at: statement.at,
+          })),
+        )
+        .execute();
+    }
 
     /** A project of `admin` with each of `members` joined with `role` and granted the key. */
     async function team(
@@ -174,11 +200,6 @@ for (const dialect of DIALECTS) {
       const { projectId } = await team('Guarded', [{ member: dev, role: 'developer' }], admin);
       const statements = await chainOf(admin, projectId);
       const state = verifyMembershipChain(statements, projectId);
-      const keysOf = (m: Member) => ({
-        user_id: m.id,
-        public_key: toBase64url(m.keys.encryption.publicKey),
-        signing_public_key: toBase64url(m.keys.signing.publicKey),
-      });
       const append = (m: Member, list: MembershipStatement[]) =>
         m.client.request('POST', apiPath`/v1/projects/${projectId}/membership-chain`, {
           body: { statements: list },
@@ -186,14 +207,10 @@ for (const dialect of DIALECTS) {
       const signed = (by: Member, overrides: Partial<MembershipStatement> = {}) =>
         signMembershipStatement(
           {
-            ...nextMembershipStatement(state, {
-              projectId,
+            ...signedBy(by, state, projectId, {
               kind: 'role',
-              subject: keysOf(dev),
+              subject: subjectOf(dev),
               role: 'admin',
-              signerId: by.id,
-              signingSecretKey: by.keys.signing.secretKey,
-              at: new Date().toISOString(),
             }),
             ...overrides,
           },
@@ -203,33 +220,29 @@ for (const dialect of DIALECTS) {
       // A developer may not sign; the server says so before looking at signatures.
       await assert.rejects(append(dev, [signed(dev)]), { status: 403 });
       // Not at the head.
-      await apiRefuses(
+      await rejectsWithIssue(
         append(admin, [signed(admin, { seq: 1, prev: state.hashes[0]! })]),
         409,
         'not_head',
       );
       // Signed by someone else than the caller.
       const forgedSigner = { ...signed(admin), signer_id: dev.id };
-      await apiRefuses(append(admin, [forgedSigner]), 422, 'not_yours');
+      await rejectsWithIssue(append(admin, [forgedSigner]), 422, 'not_yours');
       // A signature that does not verify.
       const badSignature = { ...signed(admin), role: 'viewer' as const };
-      await apiRefuses(append(admin, [badSignature]), 422, 'invalid_chain');
+      await rejectsWithIssue(append(admin, [badSignature]), 422, 'invalid_chain');
       // An `add` with keys that are not the member's account keys.
       const stranger = generateUserKeys();
-      const wrongKeys = nextMembershipStatement(state, {
-        projectId,
+      const wrongKeys = signedBy(admin, state, projectId, {
         kind: 'add',
+        role: 'developer',
         subject: {
           user_id: outsider.id,
           public_key: toBase64url(stranger.encryption.publicKey),
           signing_public_key: toBase64url(stranger.signing.publicKey),
         },
-        role: 'developer',
-        signerId: admin.id,
-        signingSecretKey: admin.keys.signing.secretKey,
-        at: new Date().toISOString(),
       });
-      await apiRefuses(append(admin, [wrongKeys]), 422, 'not_their_keys');
+      await rejectsWithIssue(append(admin, [wrongKeys]), 422, 'not_their_keys');
       assert.equal((await chainOf(admin, projectId)).length, 2, 'nothing was stored');
       // A valid one is stored.
       await append(admin, [signed(admin)]);
@@ -310,28 +323,9 @@ for (const dialect of DIALECTS) {
 
       // A statement appended by the server, signed by a key that is no admin's.
       const state = verifyMembershipChain(await chainOf(admin, projectId), projectId);
-      const forged = nextMembershipStatement(state, {
-        projectId,
-        kind: 'add',
-        subject: {
-          user_id: attacker.id,
-          public_key: toBase64url(attacker.keys.encryption.publicKey),
-          signing_public_key: toBase64url(attacker.keys.signing.publicKey),
-        },
-        role: 'admin',
-        signerId: attacker.id,
-        signingSecretKey: attacker.keys.signing.secretKey,
-        at: new Date().toISOString(),
-      });
-      await db()
-        .insertInto('membership_statements')
-        .values({
-          project_id: projectId,
-          seq: forged.seq,
-          statement: JSON.stringify(forged),
-          created_at: new Date().toISOString(),
-        })
-        .execute();
+      await plant(projectId, [
+        signedBy(attacker, state, projectId, { kind: 'add', role: 'admin' }),
+      ]);
       await refuses(openVault(dev.client, projectId, dev.keys), 'chain_invalid', 'not an admin');
     });
 
@@ -379,29 +373,13 @@ for (const dialect of DIALECTS) {
 
       // The server replaces the whole chain with one rooted in its own user.
       const attacker = await newUser(server);
-      const fake = nextMembershipStatement(null, {
+      await plant(
         projectId,
-        kind: 'root',
-        subject: {
-          user_id: attacker.id,
-          public_key: toBase64url(attacker.keys.encryption.publicKey),
-          signing_public_key: toBase64url(attacker.keys.signing.publicKey),
+        [signedBy(attacker, null, projectId, { kind: 'root', role: 'admin' })],
+        {
+          replace: true,
         },
-        role: 'admin',
-        signerId: attacker.id,
-        signingSecretKey: attacker.keys.signing.secretKey,
-        at: new Date().toISOString(),
-      });
-      await db().deleteFrom('membership_statements').where('project_id', '=', projectId).execute();
-      await db()
-        .insertInto('membership_statements')
-        .values({
-          project_id: projectId,
-          seq: 0,
-          statement: JSON.stringify(fake),
-          created_at: new Date().toISOString(),
-        })
-        .execute();
+      );
       await refuses(
         openVault(dev.client, projectId, dev.keys, { pins: await pinsOf(dev, devPins.version) }),
         'chain_changed',
@@ -427,29 +405,14 @@ for (const dialect of DIALECTS) {
       const opened = await fromCredential(server.baseUrl, credential);
       assert.equal(await readSecret(opened.vault, env.staging!, 'K'), 'v');
       // The same admin re-signs a different root (a new chain the token never saw).
-      await db().deleteFrom('membership_statements').where('project_id', '=', projectId).execute();
-      const root = nextMembershipStatement(null, {
+      const root = signedBy(
+        admin,
+        null,
         projectId,
-        kind: 'root',
-        subject: {
-          user_id: admin.id,
-          public_key: toBase64url(admin.keys.encryption.publicKey),
-          signing_public_key: toBase64url(admin.keys.signing.publicKey),
-        },
-        role: 'admin',
-        signerId: admin.id,
-        signingSecretKey: admin.keys.signing.secretKey,
-        at: '2020-01-01T00:00:00.000Z',
-      });
-      await db()
-        .insertInto('membership_statements')
-        .values({
-          project_id: projectId,
-          seq: 0,
-          statement: JSON.stringify(root),
-          created_at: root.at,
-        })
-        .execute();
+        { kind: 'root', role: 'admin' },
+        '2020-01-01T00:00:00.000Z',
+      );
+      await plant(projectId, [root], { replace: true });
       await refuses(fromCredential(server.baseUrl, credential), 'chain_changed');
     });
 
@@ -576,29 +539,13 @@ for (const dialect of DIALECTS) {
         'developer',
       );
       // The server shows the invitee a chain rooted in its own user.
-      const fake = nextMembershipStatement(null, {
+      await plant(
         projectId,
-        kind: 'root',
-        subject: {
-          user_id: attacker.id,
-          public_key: toBase64url(attacker.keys.encryption.publicKey),
-          signing_public_key: toBase64url(attacker.keys.signing.publicKey),
+        [signedBy(attacker, null, projectId, { kind: 'root', role: 'admin' })],
+        {
+          replace: true,
         },
-        role: 'admin',
-        signerId: attacker.id,
-        signingSecretKey: attacker.keys.signing.secretKey,
-        at: new Date().toISOString(),
-      });
-      await db().deleteFrom('membership_statements').where('project_id', '=', projectId).execute();
-      await db()
-        .insertInto('membership_statements')
-        .values({
-          project_id: projectId,
-          seq: 0,
-          statement: JSON.stringify(fake),
-          created_at: fake.at,
-        })
-        .execute();
+      );
       const token = await eventually(
         async () => invitationTokenIn(await dev.mailbox(), member.id),
         'the invitation e-mail',
