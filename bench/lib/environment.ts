@@ -97,7 +97,7 @@ export interface Tls {
 }
 
 /** Node's flags for the server, read from `npm start` in the root package.json so the two never differ. */
-function serverNodeFlags(root: string): string[] {
+export function serverNodeFlags(root: string): string[] {
   const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
     scripts: { start: string };
   };

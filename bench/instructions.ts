@@ -1,0 +1,290 @@
+// Server work per request counted in CPU instructions, for this checkout and
+// optionally a baseline checkout side by side: `npm run bench:instructions`.
+// Run `npm run bench:instructions -- --help` for the options; README
+// ("Performance") says when to reach for it instead of `npm run bench`.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import {
+  cpSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Pool } from 'undici';
+import { serverNodeFlags, startCoffer, UNCAPPED_RATE_LIMITS } from './lib/environment.js';
+import { freePort } from './lib/processes.js';
+import type { Fixture } from './scenarios/fixture.js';
+import { HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
+
+const USAGE = `npm run bench:instructions -- [options] [scenario-filter…]
+
+Counts the CPU instructions the server spends per request (valgrind's
+callgrind: the same figure whatever else the machine is doing, unlike time),
+on the embedded SQLite over plain HTTP. With --baseline, another checkout of
+Coffer (its dependencies installed) is measured at the same time under the
+same load, and the ratio is printed.
+
+  --baseline=DIR     another checkout to compare with (e.g. a git worktree)
+  --requests=N       measured requests per repetition (default 3000; writes a third)
+  --warmup=N         requests before measuring (default 8000; writes a quarter)
+  --reps=N           repetitions per scenario (default 6)
+  --log-level=L      server LOG_LEVEL (default info, as npm run bench)
+
+Scenario filters are substrings of npm run bench's HTTP scenario ids
+(default: list-secrets list-secrets-304 read-secret write-secret).
+Needs valgrind (Debian package valgrind).`;
+
+const DEFAULT_SCENARIOS = ['list-secrets', 'list-secrets-304', 'read-secret', 'write-secret'];
+/** Requests in flight at once: enough to keep the server busy, few enough for a slow server. */
+const CONCURRENCY = 4;
+
+function parse(argv: string[]) {
+  const flags = new Map<string, string>();
+  const filters: string[] = [];
+  for (const arg of argv) {
+    if (!arg.startsWith('--')) filters.push(arg);
+    else {
+      const eq = arg.indexOf('=');
+      flags.set(eq > 0 ? arg.slice(2, eq) : arg.slice(2), eq > 0 ? arg.slice(eq + 1) : 'true');
+    }
+  }
+  const known = new Set(['baseline', 'requests', 'warmup', 'reps', 'log-level', 'help']);
+  for (const name of flags.keys())
+    if (!known.has(name)) throw new Error(`unknown option --${name}\n\n${USAGE}`);
+  if (flags.has('help')) {
+    console.error(USAGE);
+    process.exit(0);
+  }
+  const count = (name: string, fallback: number) => {
+    const value = Number(flags.get(name) ?? fallback);
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`--${name} must be a positive integer`);
+    return value;
+  };
+  const baseline = flags.get('baseline');
+  return {
+    baseline: baseline ? resolve(baseline) : null,
+    requests: count('requests', 3000),
+    warmup: count('warmup', 8000),
+    reps: count('reps', 6),
+    logLevel: flags.get('log-level') ?? 'info',
+    scenarios: HTTP_SCENARIOS.filter((s) =>
+      (filters.length ? filters : DEFAULT_SCENARIOS).some((f) =>
+        filters.length ? s.id.includes(f) : s.id === f,
+      ),
+    ),
+  };
+}
+
+const options = parse(process.argv.slice(2));
+if (spawnSync('valgrind', ['--version']).status !== 0)
+  throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
+if (options.scenarios.length === 0) throw new Error(`no scenario matches\n\n${USAGE}`);
+
+const here = fileURLToPath(new URL('..', import.meta.url));
+const workDir = mkdtempSync(join(here, 'bench/results/instructions-'));
+
+/** One checkout: its fixture database, set up by its own SDK through its own server. */
+interface Checkout {
+  name: string;
+  root: string;
+  template: string;
+  fixture: Fixture;
+}
+
+async function prepare(name: string, root: string): Promise<Checkout> {
+  if (!existsSync(join(root, 'node_modules')))
+    throw new Error(`${root} has no node_modules: run npm ci there first`);
+  if (root !== here)
+    execFileSync(process.execPath, ['scripts/build.mjs', 'server', 'sdk'], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+  const template = join(workDir, `${name}-template`);
+  mkdirSync(template);
+  const server = await startCoffer({
+    root,
+    backend: { name: 'sqlite', env: { DATA_DIR: template } } as never,
+    tls: null,
+    logLevel: 'warn',
+  });
+  // The checkout's own fixture code: a baseline from before an API change sets
+  // itself up with the SDK of its day.
+  const fixtureModule = pathToFileURL(join(root, 'bench/scenarios/fixture.ts')).href;
+  const script = `const { createFixture } = await import(${JSON.stringify(fixtureModule)});
+const f = await createFixture({ baseUrl: ${JSON.stringify(server.url)}, caFile: null, say: () => {} });
+const plain = Object.fromEntries(Object.entries(f).filter(([, v]) => typeof v !== 'object' || Array.isArray(v)));
+process.stdout.write(JSON.stringify(plain));
+process.exit(0);`;
+  const fixture = JSON.parse(
+    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    }),
+  ) as Fixture;
+  await server.stop();
+  return { name, root, template, fixture };
+}
+
+/** A server of one checkout running under callgrind, counters controlled with callgrind_control. */
+class CountedServer {
+  private constructor(
+    readonly checkout: Checkout,
+    private readonly child: ChildProcess,
+    private readonly outDir: string,
+    private readonly env: Record<string, string>,
+    readonly pool: Pool,
+  ) {}
+
+  static async start(checkout: Checkout): Promise<CountedServer> {
+    const dataDir = join(workDir, `${checkout.name}-data`);
+    cpSync(checkout.template, dataDir, { recursive: true });
+    const outDir = join(workDir, `${checkout.name}-callgrind`);
+    mkdirSync(outDir);
+    const port = await freePort();
+    // valgrind names its control pipes after USER and HOST; callgrind_control must see the same.
+    const env = {
+      PATH: process.env.PATH ?? '',
+      USER: 'coffer-bench',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HTTP_PORT: 'off',
+      TLS: 'off',
+      TRUST_PROXY: 'true',
+      LOG_LEVEL: options.logLevel,
+      ...UNCAPPED_RATE_LIMITS,
+    };
+    const child = spawn(
+      'valgrind',
+      [
+        '--tool=callgrind',
+        `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
+        process.execPath,
+        ...serverNodeFlags(checkout.root),
+        // No concurrent GC or compiler threads: the same work, in a repeatable order.
+        '--single-threaded',
+        join(checkout.root, 'packages/server/dist/main.js'),
+      ],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const log = createWriteStream(join(workDir, `${checkout.name}-server.log`));
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+    await new Promise<void>((ready, fail) => {
+      let seen = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        seen = (seen + chunk.toString('utf8')).slice(-4096);
+        if (/Coffer listening on/.test(seen)) ready();
+      });
+      child.once('exit', (code) =>
+        fail(new Error(`${checkout.name} server exited (${code}); log in ${workDir}`)),
+      );
+    });
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONCURRENCY });
+    return new CountedServer(checkout, child, outDir, env, pool);
+  }
+
+  private control(flag: '-z' | '-d'): void {
+    execFileSync('callgrind_control', [flag, String(this.child.pid)], {
+      env: this.env,
+      stdio: 'ignore',
+    });
+  }
+
+  /** Sends `n` requests of `scenario`; with `counted`, returns the instructions per request. */
+  async run(scenario: HttpScenario, n: number, counted: boolean): Promise<number> {
+    const plan = scenario.plan(this.checkout.fixture, 'http://127.0.0.1');
+    const url = new URL(plan.url);
+    const variants = plan.variants ?? [{ path: url.pathname + url.search }];
+    if (counted) this.control('-z');
+    let next = 0;
+    const worker = async () => {
+      while (next < n) {
+        const variant = variants[next++ % variants.length]!;
+        const res = await this.pool.request({
+          method: plan.method as 'GET',
+          path: variant.path,
+          headers: plan.headers,
+          ...(variant.body !== undefined ? { body: variant.body } : {}),
+        });
+        const body = await res.body.text();
+        if (res.statusCode !== scenario.expectStatus)
+          throw new Error(`${scenario.id} on ${this.checkout.name}: ${res.statusCode} ${body}`);
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    if (!counted) return 0;
+    const before = new Set(readdirSync(this.outDir));
+    this.control('-d');
+    for (;;) {
+      const dump = readdirSync(this.outDir).find((f) => !before.has(f));
+      if (dump) {
+        await new Promise((r) => setTimeout(r, 200)); // written by now
+        const text = readFileSync(join(this.outDir, dump), 'utf8');
+        const total = /^(?:summary|totals): (\d+)/m.exec(text);
+        if (total) return Number(total[1]) / n;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.pool.close();
+    this.child.kill('SIGKILL');
+  }
+}
+
+const say = (text: string) => process.stderr.write(`${text}\n`);
+say(`preparing fixtures (work directory ${workDir})`);
+const checkouts = [await prepare('current', here)];
+if (options.baseline) checkouts.push(await prepare('baseline', options.baseline));
+say('starting the servers under callgrind (about a minute)');
+const servers = await Promise.all(checkouts.map((c) => CountedServer.start(c)));
+
+const rows: string[] = [];
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+// Writes last: they change the database the read scenarios' caches depend on.
+for (const scenario of [...options.scenarios].sort(
+  (a, b) => Number(a.id.startsWith('write')) - Number(b.id.startsWith('write')),
+)) {
+  const isWrite = scenario.plan(servers[0]!.checkout.fixture, 'http://x').method !== 'GET';
+  const requests = isWrite ? Math.max(100, Math.round(options.requests / 3)) : options.requests;
+  const warmup = isWrite ? Math.max(100, Math.round(options.warmup / 4)) : options.warmup;
+  say(`${scenario.id}: warming up (${warmup} requests), then ${options.reps} × ${requests}`);
+  await Promise.all(servers.map((s) => s.run(scenario, warmup, false)));
+  const counts: number[][] = servers.map(() => []);
+  for (let rep = 0; rep < options.reps; rep++) {
+    const results = await Promise.all(servers.map((s) => s.run(scenario, requests, true)));
+    results.forEach((r, i) => counts[i]!.push(r));
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const [current, baseline] = counts;
+  let row = `${scenario.id.padEnd(20)} ${fmt(mean(current!)).padStart(11)}`;
+  if (baseline) {
+    const ratios = current!.map((c, i) => c / baseline[i]!).sort((a, b) => a - b);
+    row += ` ${fmt(mean(baseline)).padStart(11)}  ${(mean(current!) / mean(baseline)).toFixed(3).padStart(6)}   ${ratios[0]!.toFixed(3)}–${ratios[ratios.length - 1]!.toFixed(3)}`;
+  }
+  rows.push(row);
+  say(
+    `  current ${current!.map(fmt).join(' ')}${baseline ? `\n  baseline ${baseline.map(fmt).join(' ')}` : ''}`,
+  );
+}
+await Promise.all(servers.map((s) => s.stop()));
+
+console.log(
+  `\nServer instructions per request (callgrind; SQLite, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
+);
+console.log(
+  `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${options.baseline ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,
+);
+for (const row of rows) console.log(row);
+if (options.baseline) console.log(`baseline: ${options.baseline}`);
+rmSync(workDir, { recursive: true, force: true });
+process.exit(0);
