@@ -87,6 +87,7 @@ if (spawnSync('valgrind', ['--version']).status !== 0)
 if (options.scenarios.length === 0) throw new Error(`no scenario matches\n\n${USAGE}`);
 
 const here = fileURLToPath(new URL('..', import.meta.url));
+mkdirSync(join(here, 'bench/results'), { recursive: true });
 const workDir = mkdtempSync(join(here, 'bench/results/instructions-'));
 
 /** One checkout: its fixture database, set up by its own SDK through its own server. */
