@@ -77,25 +77,28 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
   const identity = identityService({ config, db, clock, credentials });
   const projects = projectsService(infra);
   const vault = vaultService(infra);
+  const tokens = tokensService({ db, clock, credentials, vault });
   const members = membersService({
     db,
     clock,
     config,
     credentials,
     wakeOutbox: () => outbox.wake(),
+    identity,
     projects,
+    tokens,
     vault,
   });
   const services = {
     identity,
     projects,
     members,
-    invitations: invitationsService({ ...infra, members }),
-    environments: environmentsService(infra),
+    invitations: invitationsService({ ...infra, members, identity }),
+    environments: environmentsService({ ...infra, vault }),
     secrets: secretsService({ ...infra, readAudit }),
     audit: auditService(infra),
     vault,
-    tokens: tokensService({ db, clock, credentials, vault }),
+    tokens,
     keyTrust: keyTrustService({ ...infra, identity, vault }),
     membershipChain: membershipChainService({ ...infra, identity }),
   };

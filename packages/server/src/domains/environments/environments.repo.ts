@@ -88,17 +88,9 @@ export async function updateEnvironment(
 
 /**
  * Deletes an environment with its secrets and their versions (foreign-key
- * cascades) and the token grants of its key, which would otherwise outlive it.
+ * cascades). The token grants of its key are the vault's: the service deletes
+ * them first, in the same transaction.
  */
-export async function deleteEnvironment(
-  db: Kysely<Database>,
-  projectId: string,
-  id: string,
-): Promise<void> {
-  await db
-    .deleteFrom('vault_grants')
-    .where('project_id', '=', projectId)
-    .where('environment_id', '=', id)
-    .execute();
+export async function deleteEnvironment(db: Kysely<Database>, id: string): Promise<void> {
   await db.deleteFrom('environments').where('id', '=', id).execute();
 }

@@ -13,6 +13,7 @@ import {
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { newId } from '../../ids.js';
 import type { EnvironmentRow } from '../../access/access.repo.js';
+import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './environments.repo.js';
 import type {
   CreateEnvironmentInput,
@@ -69,7 +70,12 @@ function requireManager(
   }
 }
 
-export function environmentsService(ctx: Pick<Infra, 'db' | 'clock' | 'listingCache'>) {
+type Deps = Pick<Infra, 'db' | 'clock' | 'listingCache'> & {
+  vault: Pick<VaultService, 'deleteEnvironmentGrants'>;
+};
+
+export function environmentsService(ctx: Deps) {
+  const { vault } = ctx;
   const db = ctx.db.kysely;
 
   async function environmentOf(handle: Kysely<Database>, access: ProjectAccess, ref: string) {
@@ -182,7 +188,8 @@ export function environmentsService(ctx: Pick<Infra, 'db' | 'clock' | 'listingCa
         const access = await lockedProjectAccess(trx, ctx.db.dialect, actor.principal, projectId);
         const environment = await environmentOf(trx, access, ref);
         requireManager(access, 'admin', 'delete this environment', environment.id);
-        await repo.deleteEnvironment(trx, projectId, environment.id);
+        await vault.deleteEnvironmentGrants(trx, projectId, environment.id);
+        await repo.deleteEnvironment(trx, environment.id);
         await recordAudit(
           trx,
           actor,

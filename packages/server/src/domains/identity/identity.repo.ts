@@ -14,6 +14,21 @@ export const findUserByEmail = (db: Db, email: string) =>
 export const findUserById = (db: Db, id: string) =>
   db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 
+/** What other domains show of a user: no credentials, no keys. */
+export type UserSummary = Pick<UserRow, 'id' | 'email' | 'name' | 'status'>;
+
+/** A user's summary by id or by (normalized) e-mail address. */
+export const findUserSummary = (
+  db: Db,
+  by: 'id' | 'email',
+  value: string,
+): Promise<UserSummary | undefined> =>
+  db
+    .selectFrom('users')
+    .select(['id', 'email', 'name', 'status'])
+    .where(by, '=', value)
+    .executeTakeFirst();
+
 /** A user's public keys: encryption (X25519) and signing (Ed25519). */
 export const findUserKeys = (db: Db, id: string) =>
   db
@@ -32,6 +47,41 @@ export async function countActiveUsers(db: Db): Promise<number> {
 }
 
 export const insertUser = (db: Db, row: UserRow) => db.insertInto('users').values(row).execute();
+
+/**
+ * Creates the `invited` user an invitation points to, unless a concurrent
+ * request just did (the e-mail is unique); returns whichever row exists.
+ */
+export async function ensureInvitedUser(
+  db: Db,
+  user: { id: string; email: string; name: string; at: string },
+): Promise<UserSummary> {
+  await db
+    .insertInto('users')
+    .values({
+      id: user.id,
+      email: user.email,
+      name: user.name,
+      status: 'invited',
+      email_verified: 0,
+      created_at: user.at,
+      updated_at: user.at,
+    })
+    .onConflict((oc) => oc.column('email').doNothing())
+    .execute();
+  const row = await findUserSummary(db, 'email', user.email);
+  if (!row) throw new Error(`invited user ${user.email} vanished`);
+  return row;
+}
+
+/** The user proved their address (with an invitation's token). */
+export async function markEmailVerified(db: Db, userId: string, at: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ email_verified: 1, updated_at: at })
+    .where('id', '=', userId)
+    .execute();
+}
 
 /** Credentials and keys of a user who signs up (fills an `invited` row in place, keeping its id). */
 export type AccountFields = Pick<

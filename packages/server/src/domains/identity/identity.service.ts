@@ -189,13 +189,26 @@ export function identityService(
   }
 
   return {
-    /** The user's KDF parameters, or stable fake ones for an e-mail without an account. */
-    /**
-     * A user's public keys, for other domains: on their handle (their
-     * transaction or the database), no access check (the caller made it).
-     */
+    // For other domains, on their handle (their transaction or the database);
+    // no access check: the caller made it.
+    /** A user's public keys. */
     publicKeysOf: (handle: Kysely<Database>, userId: string) => repo.findUserKeys(handle, userId),
+    /** A user's id, e-mail, name and status, by id. */
+    userById: (handle: Kysely<Database>, userId: string) =>
+      repo.findUserSummary(handle, 'id', userId),
+    /** The same by normalized e-mail address. */
+    userByEmail: (handle: Kysely<Database>, email: string) =>
+      repo.findUserSummary(handle, 'email', email),
+    /** The `invited` user an invitation to `email` points to: created unless it exists. */
+    ensureInvitedUser: (
+      handle: Kysely<Database>,
+      user: { id: string; email: string; name: string; at: string },
+    ) => repo.ensureInvitedUser(handle, user),
+    /** The user proved their e-mail address (an invitation's token, at acceptance). */
+    markEmailVerified: (handle: Kysely<Database>, userId: string, at: string) =>
+      repo.markEmailVerified(handle, userId, at),
 
+    /** The user's KDF parameters, or stable fake ones for an e-mail without an account. */
     async prelogin(rawEmail: string): Promise<{ kdf_params: KdfParams }> {
       const email = normalizeEmail(rawEmail);
       const user = await repo.findUserByEmail(db, email);

@@ -85,15 +85,3 @@ export async function isEmailVerified(db: Kysely<Database>, userId: string): Pro
     .executeTakeFirst();
   return row?.email_verified === 1;
 }
-
-export async function markEmailVerified(
-  db: Kysely<Database>,
-  userId: string,
-  at: string,
-): Promise<void> {
-  await db
-    .updateTable('users')
-    .set({ email_verified: 1, updated_at: at })
-    .where('id', '=', userId)
-    .execute();
-}

@@ -7,6 +7,7 @@ import type { ListParams } from '../../http/pagination.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { matchesHash } from '../identity/credentials.js';
+import type { IdentityService } from '../identity/identity.service.js';
 import { userRef, type MembersService, type MemberWithUser } from '../members/members.service.js';
 import { requireSession } from '../../access/project-access.js';
 import { expireLapsedInvitations, hasLapsed } from '../members/invitation-expiry.js';
@@ -14,13 +15,13 @@ import {
   countOpenInvitations,
   listOpenInvitations,
   isEmailVerified,
-  markEmailVerified,
   type InvitationRow,
   type InvitationSort,
 } from './invitations.repo.js';
 
 type Deps = Pick<Infra, 'db' | 'clock'> & {
   members: Pick<MembersService, 'memberOfUser' | 'updateMember'>;
+  identity: Pick<IdentityService, 'markEmailVerified'>;
 };
 
 /** Runs inside the answer's transaction before the member changes; returns extra audit data. */
@@ -44,7 +45,7 @@ const noInvitation = () =>
  * the address. A token that is sent must match, verified account or not.
  */
 const proveAddress =
-  (token: string | undefined): Precondition =>
+  (identity: Deps['identity'], token: string | undefined): Precondition =>
   async (trx, member, at) => {
     if (token !== undefined && !matchesHash(token, member.invitation_token_hash)) {
       throw new AppError(
@@ -61,14 +62,19 @@ const proveAddress =
         [{ field: 'token', issue: 'required' }],
       );
     }
-    await markEmailVerified(trx, member.user_id, at);
+    await identity.markEmailVerified(trx, member.user_id, at);
     return { email_verified_by_token: true };
   };
 
 const noPrecondition: Precondition = async () => ({});
 
 /** The invited user's side: see, accept and decline invitations. Signed-in users only. */
-export function invitationsService({ db: { kysely: db, dialect }, clock, members }: Deps) {
+export function invitationsService({
+  db: { kysely: db, dialect },
+  clock,
+  members,
+  identity,
+}: Deps) {
   /**
    * Answers one of the caller's pending invitations. Locks its project first,
    * so an answer and a concurrent removal or role change are serialised.
@@ -145,7 +151,7 @@ export function invitationsService({ db: { kysely: db, dialect }, clock, members
         actor,
         memberId,
         { status: 'active', action: 'invitation.accepted' },
-        proveAddress(token),
+        proveAddress(identity, token),
         introductionProof,
       );
       return {

@@ -1,6 +1,6 @@
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
-import type { Database, MemberTable, UserTable } from '../../db/schema.js';
+import type { Database, MemberTable } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Role } from '../../http/principal.js';
 import { pageOf, type SortColumn } from '../../db/list-order.js';
@@ -150,89 +150,6 @@ export async function countMembers(
 /** Active admins: the ones that keep a project manageable (pending admins do not count). */
 export async function countActiveAdmins(db: Kysely<Database>, projectId: string): Promise<number> {
   return countMembers(db, projectId, { role: 'admin', status: 'active' });
-}
-
-/** A user's vault grants in a project: gone when they become a viewer or leave. */
-export async function deleteUserGrants(
-  db: Kysely<Database>,
-  projectId: string,
-  userId: string,
-): Promise<void> {
-  await db
-    .deleteFrom('vault_grants')
-    .where('project_id', '=', projectId)
-    .where('recipient_type', '=', 'user')
-    .where('recipient_id', '=', userId)
-    .execute();
-}
-
-/**
- * Revokes the API keys and CI tokens a departing member is accountable for, so
- * they cannot come back to life if the user is invited again later. Returns their ids.
- */
-export async function revokeUserTokens(
-  db: Kysely<Database>,
-  projectId: string,
-  userId: string,
-  at: string,
-): Promise<string[]> {
-  const revoked: string[] = [];
-  for (const table of ['api_keys', 'ci_tokens'] as const) {
-    const rows = await db
-      .updateTable(table)
-      .set({ revoked_at: at })
-      .where('project_id', '=', projectId)
-      .where('created_by', '=', userId)
-      .where('revoked_at', 'is', null)
-      .returning('id')
-      .execute();
-    revoked.push(...rows.map((r) => r.id));
-  }
-  return revoked;
-}
-
-type UserRow = Pick<Selectable<UserTable>, 'id' | 'email' | 'name' | 'status'>;
-
-export function findUserByEmail(db: Kysely<Database>, email: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .select(['id', 'email', 'name', 'status'])
-    .where('email', '=', email)
-    .executeTakeFirst();
-}
-
-/**
- * Creates the `invited` user an invitation points to, unless a concurrent
- * request just did (the e-mail is unique); returns whichever row exists.
- */
-export async function ensureInvitedUser(
-  db: Kysely<Database>,
-  user: { id: string; email: string; name: string; at: string },
-): Promise<UserRow> {
-  await db
-    .insertInto('users')
-    .values({
-      id: user.id,
-      email: user.email,
-      name: user.name,
-      status: 'invited',
-      email_verified: 0,
-      created_at: user.at,
-      updated_at: user.at,
-    })
-    .onConflict((oc) => oc.column('email').doNothing())
-    .execute();
-  const row = await findUserByEmail(db, user.email);
-  if (!row) throw new Error(`invited user ${user.email} vanished`);
-  return row;
-}
-
-export function findUserById(db: Kysely<Database>, userId: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .select(['id', 'email', 'name', 'status'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
 }
 
 /** Where to look for lapsed invitations: one project, one user, one member, or everywhere. */

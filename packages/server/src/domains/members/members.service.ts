@@ -9,6 +9,7 @@ import type { Principal, Role } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import { normalizeEmail } from '../identity/email.js';
+import type { IdentityService } from '../identity/identity.service.js';
 import { hasLapsed, expireLapsedInvitations, revokeLapsed } from './invitation-expiry.js';
 import { invitationMail } from './invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
@@ -19,22 +20,18 @@ import {
   requireSession,
 } from '../../access/project-access.js';
 import type { ProjectsService } from '../projects/projects.service.js';
+import type { TokensService } from '../tokens/tokens.service.js';
 import { staleEpoch } from '../vault/grants.js';
 import type { VaultService } from '../vault/vault.service.js';
 import {
   countActiveAdmins,
   countMembers,
   deleteMember,
-  deleteUserGrants,
-  ensureInvitedUser,
   findMember,
   findMemberByUser,
   findMemberOfUser,
-  findUserByEmail,
-  findUserById,
   insertMember,
   listMembers,
-  revokeUserTokens,
   updateMember,
   type MemberFilters,
   type MemberListRow,
@@ -60,8 +57,10 @@ type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   /** Called after a commit that wrote an outbox message. */
   wakeOutbox: () => void;
   credentials: CredentialForgetting;
+  identity: Pick<IdentityService, 'userById' | 'userByEmail' | 'ensureInvitedUser'>;
   projects: Pick<ProjectsService, 'findById' | 'markRekeyRecommended'>;
-  vault: Pick<VaultService, 'stateOf'>;
+  tokens: Pick<TokensService, 'revokeAccountableTo'>;
+  vault: Pick<VaultService, 'stateOf' | 'deleteUserGrants'>;
 };
 
 export function membersService(ctx: Deps) {
@@ -70,7 +69,9 @@ export function membersService(ctx: Deps) {
     clock,
     config,
     wakeOutbox,
+    identity,
     projects,
+    tokens,
     vault,
   } = ctx;
   /** A project must keep an active admin: refuses to demote or remove the last one. */
@@ -119,8 +120,8 @@ export function membersService(ctx: Deps) {
         const access = await lockedProjectAccess(trx, dialect, actor.principal, projectId);
         requireRole(access, 'admin', 'invite members');
         const user =
-          (await findUserByEmail(trx, email)) ??
-          (await ensureInvitedUser(trx, {
+          (await identity.userByEmail(trx, email)) ??
+          (await identity.ensureInvitedUser(trx, {
             id: newId('user'),
             email,
             name: email.slice(0, email.lastIndexOf('@')),
@@ -160,7 +161,7 @@ export function membersService(ctx: Deps) {
         await insertMember(trx, member);
 
         const project = await projects.findById(trx, projectId);
-        const inviter = await findUserById(trx, access.userId);
+        const inviter = await identity.userById(trx, access.userId);
         await enqueueEmail(
           trx,
           invitationMail({
@@ -294,7 +295,7 @@ export function membersService(ctx: Deps) {
         const updated = { ...member, role, updated_at: now.toISOString() };
         await updateMember(trx, member.id, { role, updated_at: updated.updated_at });
         // A viewer holds no key to the vault.
-        if (role === 'viewer') await deleteUserGrants(trx, projectId, member.user_id);
+        if (role === 'viewer') await vault.deleteUserGrants(trx, projectId, member.user_id);
         await recordAudit(
           trx,
           actor,
@@ -331,8 +332,13 @@ export function membersService(ctx: Deps) {
         }
         const now = clock.now();
         await deleteMember(trx, member.id);
-        await deleteUserGrants(trx, projectId, member.user_id);
-        const revoked = await revokeUserTokens(trx, projectId, member.user_id, now.toISOString());
+        await vault.deleteUserGrants(trx, projectId, member.user_id);
+        const revoked = await tokens.revokeAccountableTo(
+          trx,
+          projectId,
+          member.user_id,
+          now.toISOString(),
+        );
         const hadSecretAccess = member.status !== 'revoked' && member.role !== 'viewer';
         if (hadSecretAccess) await projects.markRekeyRecommended(trx, projectId);
         await recordAudit(

@@ -4,7 +4,8 @@ import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 import { orderBySort, type SortColumn } from '../../db/list-order.js';
 
-// SQL of API keys and CI tokens. Their grants live in `vault_grants` (vault repo).
+// SQL of API keys and CI tokens. Their grants live in `vault_grants`, the vault
+// domain's table, written through the vault service.
 
 type Db = Kysely<Database>;
 
@@ -177,11 +178,28 @@ export async function revokeCiTokensMintedBy(db: Db, apiKeyId: string, at: strin
     .execute();
 }
 
-export async function deleteGrantsOf(db: Db, projectId: string, recipientIds: readonly string[]) {
-  if (recipientIds.length === 0) return;
-  await db
-    .deleteFrom('vault_grants')
-    .where('project_id', '=', projectId)
-    .where('recipient_id', 'in', recipientIds)
-    .execute();
+/**
+ * Revokes the live API keys and CI tokens a user created in a project (they
+ * leave it), so they cannot come back to life if the user is invited again
+ * later. Returns their ids.
+ */
+export async function revokeCreatedBy(
+  db: Db,
+  projectId: string,
+  userId: string,
+  at: string,
+): Promise<string[]> {
+  const revoked: string[] = [];
+  for (const table of ['api_keys', 'ci_tokens'] as const) {
+    const rows = await db
+      .updateTable(table)
+      .set({ revoked_at: at })
+      .where('project_id', '=', projectId)
+      .where('created_by', '=', userId)
+      .where('revoked_at', 'is', null)
+      .returning('id')
+      .execute();
+    revoked.push(...rows.map((r) => r.id));
+  }
+  return revoked;
 }

@@ -21,7 +21,7 @@ import { MAX_CI_TOKEN_TTL_SECONDS } from './tokens.schemas.js';
 
 type TokensDeps = Pick<Infra, 'db' | 'clock'> & {
   credentials: CredentialForgetting;
-  vault: Pick<VaultService, 'environmentsOf' | 'stateOf' | 'insertGrants'>;
+  vault: Pick<VaultService, 'environmentsOf' | 'stateOf' | 'insertGrants' | 'deleteGrantsOf'>;
 };
 
 interface NewTokenInput {
@@ -256,6 +256,14 @@ export function tokensService(deps: TokensDeps) {
   }
 
   return {
+    // For the members domain, on its transaction; no access check: the caller made it.
+    /**
+     * Revokes the API keys and CI tokens a departing member created in the
+     * project. Returns their ids, for the caller to forget once it has committed.
+     */
+    revokeAccountableTo: (trx: Kysely<Database>, projectId: string, userId: string, at: string) =>
+      repo.revokeCreatedBy(trx, projectId, userId, at),
+
     async createApiKey(actor: Actor, projectId: string, input: CreateApiKeyInput) {
       const access = await projectAccess(kysely, actor.principal, projectId);
       requireRole(access, 'admin', 'create API keys');
@@ -324,7 +332,7 @@ export function tokensService(deps: TokensDeps) {
         await repo.revoke(trx, 'api_keys', id, at.toISOString());
         const children = await repo.revokeCiTokensMintedBy(trx, id, at.toISOString());
         const ids = [id, ...children.map((c) => c.id)];
-        await repo.deleteGrantsOf(trx, projectId, ids);
+        await vault.deleteGrantsOf(trx, projectId, ids);
         await recordAudit(
           trx,
           actor,
@@ -421,7 +429,7 @@ export function tokensService(deps: TokensDeps) {
         if (!token) throw new AppError('not_found', 'CI token not found');
         if (token.revoked_at) return false;
         await repo.revoke(trx, 'ci_tokens', id, at.toISOString());
-        await repo.deleteGrantsOf(trx, projectId, [id]);
+        await vault.deleteGrantsOf(trx, projectId, [id]);
         await recordAudit(
           trx,
           actor,

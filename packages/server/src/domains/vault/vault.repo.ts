@@ -159,6 +159,39 @@ export async function deleteRecipientGrants(
     .execute();
 }
 
+/** A user's grants in a project: gone when they become a viewer or leave. */
+export async function deleteUserGrants(db: Db, projectId: string, userId: string): Promise<void> {
+  await db
+    .deleteFrom('vault_grants')
+    .where('project_id', '=', projectId)
+    .where('recipient_type', '=', 'user')
+    .where('recipient_id', '=', userId)
+    .execute();
+}
+
+/** Every grant, at any epoch, of these API keys and CI tokens (their ids never collide). */
+export async function deleteGrantsOf(db: Db, projectId: string, recipientIds: readonly string[]) {
+  if (recipientIds.length === 0) return;
+  await db
+    .deleteFrom('vault_grants')
+    .where('project_id', '=', projectId)
+    .where('recipient_id', 'in', recipientIds)
+    .execute();
+}
+
+/** The token grants of an environment's key, which would otherwise outlive the environment. */
+export async function deleteEnvironmentGrants(
+  db: Db,
+  projectId: string,
+  environmentId: string,
+): Promise<void> {
+  await db
+    .deleteFrom('vault_grants')
+    .where('project_id', '=', projectId)
+    .where('environment_id', '=', environmentId)
+    .execute();
+}
+
 /** Inserts in chunks that stay under both dialects' bound-parameter limits. */
 export async function insertGrants(db: Db, rows: readonly GrantRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 500) {

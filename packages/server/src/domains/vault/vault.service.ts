@@ -113,6 +113,18 @@ export function vaultService(deps: VaultDeps) {
       repo.environmentsOf(handle, projectId),
     insertGrants: (handle: Kysely<Database>, rows: readonly GrantRow[]) =>
       repo.insertGrants(handle, rows),
+    /** A user's grants in the project: they became a viewer or left. */
+    deleteUserGrants: (handle: Kysely<Database>, projectId: string, userId: string) =>
+      repo.deleteUserGrants(handle, projectId, userId),
+    /** The grants of these API keys and CI tokens, at every epoch: they were revoked. */
+    deleteGrantsOf: (
+      handle: Kysely<Database>,
+      projectId: string,
+      recipientIds: readonly string[],
+    ) => repo.deleteGrantsOf(handle, projectId, recipientIds),
+    /** The token grants of an environment's key: the environment is being deleted. */
+    deleteEnvironmentGrants: (handle: Kysely<Database>, projectId: string, environmentId: string) =>
+      repo.deleteEnvironmentGrants(handle, projectId, environmentId),
 
     /** The caller's view of the vault: epoch, their own grants, and for admins who awaits one. */
     async status(principal: Principal | null, projectId: string) {
