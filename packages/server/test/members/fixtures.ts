@@ -104,13 +104,16 @@ export async function createCiToken(
 }
 
 /**
- * A user's project-key grant, stored as the vault domain would (the sealed key
- * and signature are placeholders: these tests only check who holds a grant).
+ * A grant stored as the vault domain would (the sealed key and signature are
+ * placeholders: these tests only check who holds a grant): a user's project
+ * key, or an API key's or CI token's key to one environment.
  */
-export async function insertUserGrant(
+async function insertGrant(
   t: TestApp,
   projectId: string,
-  userId: string,
+  recipient:
+    | { type: 'user'; id: string }
+    | { type: 'api_key' | 'ci_token'; id: string; environmentId: string },
   granterId: string,
 ): Promise<void> {
   await t.testDb.db.kysely
@@ -119,10 +122,10 @@ export async function insertUserGrant(
       id: newId('grant'),
       project_id: projectId,
       epoch: 1,
-      kind: 'project_key',
-      recipient_type: 'user',
-      recipient_id: userId,
-      environment_id: null,
+      kind: recipient.type === 'user' ? 'project_key' : 'environment_key',
+      recipient_type: recipient.type,
+      recipient_id: recipient.id,
+      environment_id: recipient.type === 'user' ? null : recipient.environmentId,
       sealed_key: 'sealed',
       granter_id: granterId,
       signature: 'sig',
@@ -130,6 +133,19 @@ export async function insertUserGrant(
     })
     .execute();
 }
+
+/** A user's project-key grant (see `insertGrant`). */
+export const insertUserGrant = (t: TestApp, projectId: string, userId: string, granterId: string) =>
+  insertGrant(t, projectId, { type: 'user', id: userId }, granterId);
+
+/** An API key's or CI token's grant of one environment's key (see `insertGrant`). */
+export const insertTokenGrant = (
+  t: TestApp,
+  projectId: string,
+  token: { type: 'api_key' | 'ci_token'; id: string },
+  environmentId: string,
+  granterId: string,
+) => insertGrant(t, projectId, { ...token, environmentId }, granterId);
 
 /** How many vault grants a user holds (any project). */
 export async function grantCount(t: TestApp, userId: string): Promise<number> {

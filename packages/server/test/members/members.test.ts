@@ -10,7 +10,9 @@ import {
   assertRejectedQueries,
   assertSortOrders,
   createApiKey,
+  createCiToken,
   grantCount,
+  insertTokenGrant,
   insertUserGrant,
   ISO_MS,
 } from './fixtures.js';
@@ -376,6 +378,45 @@ for (const dialect of DIALECTS) {
       const pending = await invite(t, admin, pendingProject.id, uniqueEmail(), 'developer');
       await as(t, admin, 'DELETE', membersUrl(pendingProject.id) + `/${pending.id}`);
       assert.equal(await rekey(pendingProject.id), 1, 'a pending developer was to receive it');
+    });
+
+    it('removing a member deletes the grants of the API keys and CI tokens it revokes, as revoking each one does', async () => {
+      const admin = await signUp(t);
+      const project = await createProject(t, admin);
+      const dev = await addMember(t, admin, project.id, 'developer');
+      const environment = await db()
+        .selectFrom('environments')
+        .select('id')
+        .where('project_id', '=', project.id)
+        .executeTakeFirstOrThrow();
+      const key = await createApiKey(t, project.id, dev.user, 'developer');
+      const ci = await createCiToken(t, project.id, dev.user);
+      const others = await createApiKey(t, project.id, admin, 'developer');
+      for (const token of [
+        { type: 'api_key' as const, id: key.id },
+        { type: 'ci_token' as const, id: ci.id },
+        { type: 'api_key' as const, id: others.id },
+      ]) {
+        await insertTokenGrant(t, project.id, token, environment.id, dev.user.id);
+      }
+      assert.equal(await grantCount(t, key.id), 1);
+      assert.equal(await grantCount(t, ci.id), 1);
+
+      const res = await as(t, admin, 'DELETE', membersUrl(project.id) + `/${dev.memberId}`);
+      assert.equal(res.statusCode, 204, res.body);
+      for (const [table, id] of [
+        ['api_keys', key.id],
+        ['ci_tokens', ci.id],
+      ] as const) {
+        const stored = await db()
+          .selectFrom(table)
+          .select('revoked_at')
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+        assert.ok(stored.revoked_at, `${id} is revoked`);
+        assert.equal(await grantCount(t, id), 0, `${id} keeps no grant`);
+      }
+      assert.equal(await grantCount(t, others.id), 1, "another member's API key keeps its grant");
     });
 
     it('the last active admin can be neither demoted nor removed: 422 last_admin', async () => {

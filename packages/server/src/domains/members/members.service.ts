@@ -320,7 +320,8 @@ export function membersService(ctx: Deps) {
     /**
      * Removes a member whatever its status (withdrawing a pending invitation).
      * One who could read secrets leaves the vault `rekey_recommended`; their
-     * grants go, and the API keys and CI tokens they created are revoked.
+     * grants go, and the API keys and CI tokens they created are revoked with
+     * their grants.
      */
     async remove(actor: Actor, projectId: string, memberId: string): Promise<void> {
       const revokedTokens = await db.transaction().execute(async (trx) => {

@@ -259,10 +259,19 @@ export function tokensService(deps: TokensDeps) {
     // For the members domain, on its transaction; no access check: the caller made it.
     /**
      * Revokes the API keys and CI tokens a departing member created in the
-     * project. Returns their ids, for the caller to forget once it has committed.
+     * project, and deletes their grants as revoking each one would. Returns
+     * their ids, for the caller to forget once it has committed.
      */
-    revokeAccountableTo: (trx: Kysely<Database>, projectId: string, userId: string, at: string) =>
-      repo.revokeCreatedBy(trx, projectId, userId, at),
+    async revokeAccountableTo(
+      trx: Kysely<Database>,
+      projectId: string,
+      userId: string,
+      at: string,
+    ): Promise<string[]> {
+      const revoked = await repo.revokeCreatedBy(trx, projectId, userId, at);
+      await vault.deleteGrantsOf(trx, projectId, revoked);
+      return revoked;
+    },
 
     async createApiKey(actor: Actor, projectId: string, input: CreateApiKeyInput) {
       const access = await projectAccess(kysely, actor.principal, projectId);
