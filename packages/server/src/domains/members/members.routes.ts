@@ -105,7 +105,7 @@ export async function membersRoutes(
         operationId: 'removeMember',
         security: SESSION_OR_BEARER,
         description:
-          'Admins only; any status (withdraws a pending invitation). The last active admin cannot be removed (`422 last_admin`). Removing an admin or developer marks the vault `rekey_recommended`; the member’s grants go and the API keys and CI tokens they created are revoked. A second DELETE is 404.',
+          'Admins only; any status (withdraws a pending invitation). The last active admin cannot be removed (`422 last_admin`). Removing an admin or developer marks the vault `rekey_recommended`; the member’s grants go, and the API keys and CI tokens they created are revoked with their grants. A second DELETE is 404.',
         params: MemberParams,
         response: { 204: Type.Null({ description: 'Removed' }) },
       },
