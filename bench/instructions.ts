@@ -31,7 +31,7 @@ same load, and the ratio is printed.
 
   --baseline=DIR     another checkout to compare with (e.g. a git worktree)
   --requests=N       measured requests per repetition (default 3000; writes a third)
-  --warmup=N         requests before measuring (default 8000; writes a quarter)
+  --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
   --log-level=L      server LOG_LEVEL (default info, as npm run bench)
 
@@ -257,7 +257,7 @@ for (const scenario of [...options.scenarios].sort(
 )) {
   const isWrite = scenario.plan(servers[0]!.checkout.fixture, 'http://x').method !== 'GET';
   const requests = isWrite ? Math.max(100, Math.round(options.requests / 3)) : options.requests;
-  const warmup = isWrite ? Math.max(100, Math.round(options.warmup / 4)) : options.warmup;
+  const warmup = isWrite ? Math.max(100, Math.round(options.warmup / 2)) : options.warmup;
   say(`${scenario.id}: warming up (${warmup} requests), then ${options.reps} × ${requests}`);
   await Promise.all(servers.map((s) => s.run(scenario, warmup, false)));
   const counts: number[][] = servers.map(() => []);
