@@ -725,6 +725,18 @@ describe('coffer end to end (SQLite)', () => {
     };
     assert.equal(status.epoch, 2);
 
+    // Bob's CI token goes with him, and the removal names it.
+    const bobsToken = ok(
+      await as(bob, ['ci-tokens', 'create', '--env', 'development', '--ttl', '30m']),
+      "bob's ci token",
+    ).stdout.trim();
+    const [bobsTokenRow] = JSON.parse(
+      ok(await as(bob, ['ci-tokens', 'list', '--json']), "bob's tokens").stdout,
+    ) as { id: string }[];
+    const bobsPipeline = (args: string[]) =>
+      runCli(args, { env: pipelineEnv(server, bobsToken), cwd: tempDir('bobs-pipeline') });
+    ok(await bobsPipeline(['run', 'true']), "bob's token works");
+
     // Bob could read secrets: at a terminal, removing him offers the re-key.
     const removedBob = await runInTerminal(
       ['members', 'remove', 'bob@example.test'],
@@ -734,6 +746,11 @@ describe('coffer end to end (SQLite)', () => {
     assert.equal(removedBob.code, 0, removedBob.transcript);
     assert.match(removedBob.transcript, /█/, 'a progress bar was drawn');
     assert.match(removedBob.transcript, /Re-keyed: epoch 3/);
+    assert.match(
+      removedBob.transcript,
+      new RegExp(`Revoked with them[^\\n]*\\n\\s+${bobsTokenRow!.id}  CI token "CI token"`),
+    );
+    failsWith(await bobsPipeline(['run', 'true']), 'unauthenticated');
 
     status = JSON.parse(
       ok(await as(alice, ['vault', 'status', '--json']), 'status').stdout,

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { inviteMember, listMembers, type Role } from '@coffer/sdk';
+import { createCiToken, inviteMember, listCiTokens, listMembers, type Role } from '@coffer/sdk';
 import {
   Visitor,
   hasChromium,
@@ -389,19 +389,38 @@ test('removing a developer offers the re-key; the removed browser loses the proj
       VALUES.db,
     );
 
+    // The pipeline of a developer about to be removed: the dialog names its CI
+    // token, which goes with them.
+    const laterVault = await coffer!.vault(later!.login, projectId);
+    const { ciToken } = await createCiToken(laterVault, {
+      name: 'nightly-deploy',
+      scopes: { staging: 'read' },
+    }).finally(() => laterVault.forget());
+
     // "Later": the banner stays on the project's pages until a re-key from Access.
     await openTab(a, 'Members');
     await bodyRows(a)
       .filter({ hasText: later!.account.email })
       .getByRole('button', { name: `Remove ${later!.account.email}` })
       .click();
-    await a
-      .getByRole('dialog', { name: `Remove ${later!.account.name}?` })
-      .getByRole('button', { name: 'Remove member' })
-      .click();
+    const confirmLater = a.getByRole('dialog', { name: `Remove ${later!.account.name}?` });
+    await expect(confirmLater).toContainText(
+      `Their CI token is revoked with them: whatever runs with it stops working.`,
+    );
+    await expect(confirmLater.getByRole('listitem')).toHaveCount(1);
+    await expect(confirmLater.getByRole('listitem')).toHaveText(
+      `CI token nightly-deploy ${ciToken.id}`,
+    );
+    await adminPage(a, 'remove-member-dialog');
+    await confirmLater.getByRole('button', { name: 'Remove member' }).click();
     const rekey = a.getByRole('dialog', { name: 'Re-key the vault' });
     await rekey.getByRole('button', { name: 'Later' }).click();
     await expect(rekey).toBeHidden();
+    const tokens = await listCiTokens(login.client, projectId, { per_page: 100 });
+    assert.ok(
+      tokens.data.find((token) => token.id === ciToken.id)?.revoked_at,
+      'the removed developer’s CI token is revoked',
+    );
     const banner = a.getByRole('status').filter({ hasText: 'Re-key recommended.' });
     for (const tab of ['Members', 'Secrets', 'Tokens', 'Audit', 'Access']) {
       await openTab(a, tab);

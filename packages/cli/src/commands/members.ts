@@ -9,6 +9,7 @@ import {
   isCofferApiError,
   isVaultError,
   listInvitations,
+  liveTokensCreatedBy,
   listMembers,
   loadMembershipChain,
   removeMember,
@@ -254,10 +255,12 @@ const remove: Command = {
     },
   },
   description:
-    "MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. When the member is in the project's signed membership chain, your client signs their removal into it, so no client accepts a grant to or from them after (you must be an admin of the chain holding the vault key; without the key the removal is made on the server only, with a warning). A removed member who could read secrets may have kept a copy of the vault key: re-key afterwards (offered on a terminal; --rekey in scripts) so nothing written from now on, and nothing stored, opens with it.",
+    "MEMBER is a member id (mbr_…), a user id (usr_…) or an e-mail address. When the member is in the project's signed membership chain, your client signs their removal into it, so no client accepts a grant to or from them after (you must be an admin of the chain holding the vault key; without the key the removal is made on the server only, with a warning). The API keys and CI tokens they created are revoked with them; the output names them (`revoked_credentials` with --json). A removed member who could read secrets may have kept a copy of the vault key: re-key afterwards (offered on a terminal; --rekey in scripts) so nothing written from now on, and nothing stored, opens with it.",
   async run({ values, positionals }) {
     const { ctx, client, project } = await inProject(values);
     const member = await findMember(client, project, positionals[0]!);
+    // Listed before: the removal revokes them, and a revoked token is no longer "theirs" to find.
+    const { apiKeys, ciTokens } = await liveTokensCreatedBy(client, project, member.user.id);
     await membershipChange(
       ctx,
       client,
@@ -268,7 +271,17 @@ const remove: Command = {
       () => removeMember(client, project, member.id),
     );
     const hadAccess = member.status === 'active' && member.role !== 'viewer';
-    if (!ctx.json) note(`Removed ${member.user.email} (${member.id}).`);
+    if (!ctx.json) {
+      note(`Removed ${member.user.email} (${member.id}).`);
+      const revoked = [
+        ...apiKeys.map((key) => `${key.id}  API key "${key.name}"`),
+        ...ciTokens.map((token) => `${token.id}  CI token "${token.name}"`),
+      ];
+      if (revoked.length)
+        note(
+          `Revoked with them; whatever runs with these stops working:\n  ${revoked.join('\n  ')}`,
+        );
+    }
     let rekeyed = false;
     if (
       values.rekey === true ||
@@ -284,7 +297,12 @@ const remove: Command = {
       note('They could read secrets: re-key the vault with `coffer vault rekey`.');
     }
     if (ctx.json)
-      printJson({ removed: member.id, rekeyed, rekey_recommended: hadAccess && !rekeyed });
+      printJson({
+        removed: member.id,
+        revoked_credentials: [...apiKeys, ...ciTokens].map((token) => token.id),
+        rekeyed,
+        rekey_recommended: hadAccess && !rekeyed,
+      });
   },
 };
 

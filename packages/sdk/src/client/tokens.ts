@@ -1,4 +1,4 @@
-import { apiPath, type CofferClient, type QueryValue } from './http.js';
+import { allPages, apiPath, type CofferClient, type QueryValue } from './http.js';
 import type { EnvironmentGrantUpload } from './vault.js';
 
 // Typed calls of `/v1/projects/{p}/api-keys` and `/ci-tokens`. Creating a usable
@@ -77,6 +77,34 @@ export const revokeApiKey = (client: CofferClient, projectId: string, id: string
 
 export const listCiTokens = (client: CofferClient, projectId: string, query: TokenListQuery = {}) =>
   client.requestPage<CiToken>('GET', apiPath`/v1/projects/${projectId}/ci-tokens`, { query });
+
+/** The API keys and CI tokens a member created that still work: what removing the member revokes. */
+export interface TokensOfMember {
+  apiKeys: ApiKey[];
+  ciTokens: CiToken[];
+}
+
+/**
+ * The live (neither revoked nor expired) API keys and CI tokens `userId`
+ * created in a project: removing that member revokes them all, so whatever
+ * runs with them stops. Admins list every token; others only their own.
+ */
+export async function liveTokensCreatedBy(
+  client: CofferClient,
+  projectId: string,
+  userId: string,
+  now: Date = new Date(),
+): Promise<TokensOfMember> {
+  const live = (token: ApiKey | CiToken) =>
+    token.created_by === userId &&
+    token.revoked_at === null &&
+    (token.expires_at === null || new Date(token.expires_at).getTime() > now.getTime());
+  const [apiKeys, ciTokens] = await Promise.all([
+    allPages((page) => listApiKeys(client, projectId, { page, per_page: 100 })),
+    allPages((page) => listCiTokens(client, projectId, { page, per_page: 100 })),
+  ]);
+  return { apiKeys: apiKeys.filter(live), ciTokens: ciTokens.filter(live) };
+}
 
 export const postCiToken = (client: CofferClient, projectId: string, upload: CiTokenUpload) =>
   client.request<WithBearer<CiToken>>('POST', apiPath`/v1/projects/${projectId}/ci-tokens`, {

@@ -4,6 +4,7 @@ import {
   inviteWithIntroduction,
   isVaultError,
   listMembers,
+  liveTokensCreatedBy,
   removeMember,
   removeMemberSigned,
   updateMemberRole,
@@ -292,12 +293,15 @@ export function MembersPage() {
           {removing.status === 'pending' ? (
             <p>The invitation link stops working; you can invite the address again later.</p>
           ) : (
-            <p>
-              {removing.user.name} ({removing.user.email}) loses access to {project.name} at once.
-              {removing.role !== 'viewer'
-                ? ' They could read its secrets: re-key the vault afterwards so a copied key opens nothing new.'
-                : ''}
-            </p>
+            <>
+              <p>
+                {removing.user.name} ({removing.user.email}) loses access to {project.name} at once.
+                {removing.role !== 'viewer'
+                  ? ' They could read its secrets: re-key the vault afterwards so a copied key opens nothing new.'
+                  : ''}
+              </p>
+              <RevokedWithMember projectId={project.id} member={removing} />
+            </>
           )}
         </ConfirmDialog>
       ) : null}
@@ -488,5 +492,55 @@ function InviteForm({
         </div>
       ) : null}
     </form>
+  );
+}
+
+/**
+ * In the removal dialog: the API keys and CI tokens the member created, which
+ * the removal revokes with them, so an admin sees which deployments or
+ * pipelines stop before confirming.
+ */
+function RevokedWithMember({ projectId, member }: { projectId: string; member: MemberListItem }) {
+  const tokens = useQuery({
+    queryKey: ['tokens-of-member', projectId, member.user.id],
+    queryFn: () => liveTokensCreatedBy(client, projectId, member.user.id),
+  });
+  if (tokens.isPending)
+    return <p className="muted small">Looking for their API keys and CI tokens…</p>;
+  if (tokens.isError)
+    return (
+      <p className="small">
+        The API keys and CI tokens they created are revoked too (they could not be listed here).
+      </p>
+    );
+  const { apiKeys, ciTokens } = tokens.data;
+  if (apiKeys.length + ciTokens.length === 0)
+    return <p className="muted small">They have no API key or CI token in use.</p>;
+  const count = (n: number, one: string) => (n === 1 ? one : `${n} ${one}s`);
+  const what = [
+    apiKeys.length ? count(apiKeys.length, 'API key') : null,
+    ciTokens.length ? count(ciTokens.length, 'CI token') : null,
+  ]
+    .filter(Boolean)
+    .join(' and ');
+  return (
+    <div className="notice small" data-testid="revoked-with-member">
+      <p>
+        Their {what} {apiKeys.length + ciTokens.length === 1 ? 'is' : 'are'} revoked with them:
+        whatever runs with {apiKeys.length + ciTokens.length === 1 ? 'it' : 'them'} stops working.
+      </p>
+      <ul className="issues">
+        {apiKeys.map((key) => (
+          <li key={key.id}>
+            API key <strong>{key.name}</strong> <code>{key.id}</code>
+          </li>
+        ))}
+        {ciTokens.map((token) => (
+          <li key={token.id}>
+            CI token <strong>{token.name}</strong> <code>{token.id}</code>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
