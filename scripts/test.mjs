@@ -1,11 +1,15 @@
 // Runs every test file with node's test runner (TypeScript through tsx, workspace
-// packages from source). Extra arguments narrow the run: `npm test -- members`.
+// packages from source). Extra arguments narrow the run: `npm test -- members`
+// runs the files whose path contains "members"; `npm test -- '!packages/web/'`
+// leaves out those whose path contains "packages/web/".
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const filters = args.filter((a) => !a.startsWith('!'));
+const excluded = args.filter((a) => a.startsWith('!')).map((a) => a.slice(1));
 
 function find(dir) {
   const out = [];
@@ -20,6 +24,7 @@ function find(dir) {
 
 const files = find(join(root, 'packages'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .filter((f) => !excluded.some((x) => f.includes(x)))
   .sort();
 if (files.length === 0) {
   console.error('no test files matched');
