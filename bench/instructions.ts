@@ -17,6 +17,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { serverNodeFlags, startCoffer, UNCAPPED_RATE_LIMITS } from './lib/environment.js';
+import { parseFlags } from './lib/options.js';
 import { freePort } from './lib/processes.js';
 import type { Fixture } from './scenarios/fixture.js';
 import { HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
@@ -44,22 +45,11 @@ const DEFAULT_SCENARIOS = ['list-secrets', 'list-secrets-304', 'read-secret', 'w
 const CONCURRENCY = 4;
 
 function parse(argv: string[]) {
-  const flags = new Map<string, string>();
-  const filters: string[] = [];
-  for (const arg of argv) {
-    if (!arg.startsWith('--')) filters.push(arg);
-    else {
-      const eq = arg.indexOf('=');
-      flags.set(eq > 0 ? arg.slice(2, eq) : arg.slice(2), eq > 0 ? arg.slice(eq + 1) : 'true');
-    }
-  }
-  const known = new Set(['baseline', 'requests', 'warmup', 'reps', 'log-level', 'help']);
-  for (const name of flags.keys())
-    if (!known.has(name)) throw new Error(`unknown option --${name}\n\n${USAGE}`);
-  if (flags.has('help')) {
-    console.error(USAGE);
-    process.exit(0);
-  }
+  const { flags, filters } = parseFlags(
+    argv,
+    ['baseline', 'requests', 'warmup', 'reps', 'log-level'],
+    USAGE,
+  );
   const count = (name: string, fallback: number) => {
     const value = Number(flags.get(name) ?? fallback);
     if (!Number.isInteger(value) || value < 1)
@@ -251,11 +241,13 @@ const servers = await Promise.all(checkouts.map((c) => CountedServer.start(c)));
 
 const rows: string[] = [];
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const writes = (scenario: HttpScenario) =>
+  scenario.plan(servers[0]!.checkout.fixture, 'http://x').method !== 'GET';
 // Writes last: they change the database the read scenarios' caches depend on.
 for (const scenario of [...options.scenarios].sort(
-  (a, b) => Number(a.id.startsWith('write')) - Number(b.id.startsWith('write')),
+  (a, b) => Number(writes(a)) - Number(writes(b)),
 )) {
-  const isWrite = scenario.plan(servers[0]!.checkout.fixture, 'http://x').method !== 'GET';
+  const isWrite = writes(scenario);
   const requests = isWrite ? Math.max(100, Math.round(options.requests / 3)) : options.requests;
   const warmup = isWrite ? Math.max(100, Math.round(options.warmup / 2)) : options.warmup;
   say(`${scenario.id}: warming up (${warmup} requests), then ${options.reps} × ${requests}`);

@@ -37,7 +37,16 @@ headless Chromium at /usr/bin/chromium, skipped when it is missing).
 PostgreSQL + Redis run too when DATABASE_URL (and REDIS_URL) are set; the bench
 creates and drops its own database on that server.`;
 
-export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+/**
+ * `--name[=value]` flags (a bare flag is `'true'`) and the other arguments
+ * (scenario filters) of a bench command; an unknown flag throws with `usage`,
+ * `--help` prints it and exits.
+ */
+export function parseFlags(
+  argv: string[],
+  known: readonly string[],
+  usage: string,
+): { flags: Map<string, string>; filters: string[] } {
   const flags = new Map<string, string>();
   const filters: string[] = [];
   for (const arg of argv) {
@@ -46,13 +55,22 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       flags.set(eq > 0 ? arg.slice(2, eq) : arg.slice(2), eq > 0 ? arg.slice(eq + 1) : 'true');
     } else filters.push(arg);
   }
-  const known = new Set(['quick', 'json', 'profile', 'backend', 'seconds', 'log-level', 'help']);
   for (const name of flags.keys())
-    if (!known.has(name)) throw new Error(`unknown option --${name}\n\n${USAGE}`);
+    if (name !== 'help' && !known.includes(name))
+      throw new Error(`unknown option --${name}\n\n${usage}`);
   if (flags.has('help')) {
-    console.error(USAGE);
+    console.error(usage);
     process.exit(0);
   }
+  return { flags, filters };
+}
+
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const { flags, filters } = parseFlags(
+    argv,
+    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level'],
+    USAGE,
+  );
   const quick = flags.has('quick');
   const backendFlag = flags.get('backend');
   if (backendFlag && backendFlag !== 'sqlite' && backendFlag !== 'postgres')

@@ -260,7 +260,11 @@ const remove: Command = {
     const { ctx, client, project } = await inProject(values);
     const member = await findMember(client, project, positionals[0]!);
     // Listed before: the removal revokes them, and a revoked token is no longer "theirs" to find.
-    const { apiKeys, ciTokens } = await liveTokensCreatedBy(client, project, member.user.id);
+    // A pending invitee has none (their earlier tokens went when they were removed before).
+    const { apiKeys, ciTokens } =
+      member.status === 'pending'
+        ? { apiKeys: [], ciTokens: [] }
+        : await liveTokensCreatedBy(client, project, member.user.id);
     await membershipChange(
       ctx,
       client,

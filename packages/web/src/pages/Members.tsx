@@ -514,6 +514,7 @@ function RevokedWithMember({ projectId, member }: { projectId: string; member: M
       </p>
     );
   const { apiKeys, ciTokens } = tokens.data;
+  const one = apiKeys.length + ciTokens.length === 1;
   if (apiKeys.length + ciTokens.length === 0)
     return <p className="muted small">They have no API key or CI token in use.</p>;
   const count = (n: number, one: string) => (n === 1 ? one : `${n} ${one}s`);
@@ -526,8 +527,8 @@ function RevokedWithMember({ projectId, member }: { projectId: string; member: M
   return (
     <div className="notice small" data-testid="revoked-with-member">
       <p>
-        Their {what} {apiKeys.length + ciTokens.length === 1 ? 'is' : 'are'} revoked with them:
-        whatever runs with {apiKeys.length + ciTokens.length === 1 ? 'it' : 'them'} stops working.
+        Their {what} {one ? 'is' : 'are'} revoked with them: whatever runs with{' '}
+        {one ? 'it' : 'them'} stops working.
       </p>
       <ul className="issues">
         {apiKeys.map((key) => (
