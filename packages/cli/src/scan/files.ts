@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { IgnoreRules } from './ignore.js';
 
@@ -35,7 +35,7 @@ export async function listFiles(
     out.push({ absolute, display: displayPath(cwd, absolute) });
   };
   for (const path of paths) {
-    const absolute = join(cwd, path).replace(/\/+$/, '') || '/';
+    const absolute = resolve(cwd, path);
     const stat = statSync(absolute); // ENOENT: the caller reports the path
     if (!stat.isDirectory()) {
       push(absolute);
