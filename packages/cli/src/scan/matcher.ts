@@ -222,11 +222,16 @@ export class Matcher {
     this.denseCount = denseCount;
     const C = this.classCount;
     this.dense = new Int32Array(denseCount * C);
+    // A state's row is its failure state's row (computed before it, breadth-first)
+    // with its own children written over it.
     for (let s = 0; s < denseCount; s++) {
-      for (let c = 0; c < C; c++) {
-        const next = this.child(s, c);
-        this.dense[s * C + c] = next >= 0 ? next : s === 0 ? 0 : this.dense[this.fail[s]! * C + c]!;
+      if (s > 0) {
+        const f = this.fail[s]! * C;
+        this.dense.copyWithin(s * C, f, f + C);
       }
+      const first = this.firstChild[s]!;
+      for (let k = first; k < first + this.childCount[s]!; k++)
+        this.dense[s * C + this.label[k]!] = k;
     }
   }
 
@@ -235,7 +240,12 @@ export class Matcher {
     const lb = Math.min(ANCHOR, this.patternLength[b]!);
     const sa = this.patternStart[a]!;
     const sb = this.patternStart[b]!;
-    return this.store.compare(this.store, sb, sb + lb, sa, sa + la);
+    const store = this.store;
+    for (let i = 0; i < la && i < lb; i++) {
+      const d = store[sa + i]! - store[sb + i]!;
+      if (d !== 0) return d;
+    }
+    return la - lb;
   }
 
   /** The child of `state` labelled `cls`, or -1. */
