@@ -226,6 +226,14 @@ describe('coffer scan', () => {
       lines(one).map((l) => l.split(':')[0]),
       ['src/config.json', 'src/config.json'],
     );
+    // A directory git ignores (here through .git/info/exclude) is left out, unless it is named.
+    write(app(), '.git/info/exclude', 'dist/\n');
+    plant(app(), 'dist/bundle.js', `var k="${development.STRIPE_KEY}";\n`);
+    const skipped = await as(['scan'], app());
+    assert.ok(!skipped.stdout.includes('dist/'), skipped.stdout);
+    const named = await as(['scan', 'dist'], app());
+    assert.equal(named.code, 1, named.stderr);
+    assert.equal(named.stdout, 'dist/bundle.js:1:8  STRIPE_KEY (development) [raw]\n');
     // Outside a git repository, .gitignore files are read from the scanned directory down.
     const plain = join(work, 'plain');
     plant(plain, '.gitignore', 'secret/\n');

@@ -18,8 +18,9 @@ export interface FileEntry {
  * --cached --others --exclude-standard`), so ignore rules mean exactly what
  * they mean to git, `.git/info/exclude` and `core.excludesFile` included.
  * Outside one, the directory is walked with the `.gitignore` files found from
- * the scanned directory down. `noIgnore` walks everything. A file named on
- * the command line is scanned even if ignored; `.git` directories and
+ * the scanned directory down, and so is a directory git ignores but the
+ * command line names. `noIgnore` walks everything. A file named on the
+ * command line is scanned even if ignored; `.git` directories and
  * symbolic links are never followed.
  */
 export async function listFiles(
@@ -53,8 +54,18 @@ function displayPath(cwd: string, absolute: string): string {
   return (rel === '' ? '.' : rel).split(sep).join('/');
 }
 
-/** The files git would commit under `dir`, or null outside a git work tree. */
+/**
+ * The files git would commit under `dir`, or null outside a git work tree or
+ * when `dir` itself is ignored (named on purpose: walked like a directory
+ * outside git).
+ */
 async function gitFiles(dir: string): Promise<string[] | null> {
+  try {
+    await run('git', ['-C', dir, 'check-ignore', '-q', '.']);
+    return null; // exit 0: ignored
+  } catch {
+    // exit 1: not ignored; 128: not a repository (ls-files fails below too)
+  }
   try {
     const { stdout } = await run(
       'git',
