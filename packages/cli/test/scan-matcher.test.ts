@@ -1,4 +1,4 @@
-// The scanner's parts on their own: the Aho-Corasick matcher against a naive
+// The scanner's parts on their own: the matcher (q-gram filter and trie) against a naive
 // search, each encoded form decoded back by Node's own decoders, and the
 // gitignore matcher against `git check-ignore` on the same rules and paths.
 import assert from 'node:assert/strict';

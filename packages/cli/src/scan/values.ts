@@ -6,11 +6,11 @@ import {
   parseEnvelope,
   ready,
   type CofferClient,
+  type Secret,
   type VaultSession,
 } from '@coffer/sdk';
 import { CliError } from '../cli/errors.js';
 import type { Context } from '../context.js';
-import { allPages } from '../resolve.js';
 import { currentProjectId } from '../scope.js';
 import { openProjectVault } from '../vault-access.js';
 
@@ -64,17 +64,16 @@ export async function loadScanValues(
       notScanned: [],
       baselineKeys: new Map(),
     };
-    for (const env of environments) {
-      const { key, epoch } = await vault.environmentKey(projectId, env.id);
-      result.baselineKeys.set(env.id, deriveBaselineKey(key, projectId, env.id));
-      const envelopes = await allPages((page) =>
-        listSecretEnvelopes(client, projectId, env.id, {
-          page,
-          per_page: 100,
-          sort: 'name',
-          order: 'asc',
-        }),
-      );
+    // Every environment's listing at once, and within each every page at once.
+    const listings = await Promise.all(
+      environments.map(async (env) => ({
+        env,
+        key: await vault.environmentKey(projectId, env.id),
+        envelopes: await allSecretEnvelopes(client, projectId, env.id),
+      })),
+    );
+    for (const { env, key, envelopes } of listings) {
+      result.baselineKeys.set(env.id, deriveBaselineKey(key.key, projectId, env.id));
       for (const secret of envelopes) {
         if (secret.value === undefined) {
           throw new CliError(
@@ -82,8 +81,8 @@ export async function loadScanValues(
             `this credential may list the names in ${env.slug} but not read values`,
           );
         }
-        let current = { key, epoch };
-        if (parseEnvelope(secret.value).epoch !== epoch) {
+        let current = key;
+        if (parseEnvelope(secret.value).epoch !== current.epoch) {
           await vault.refresh();
           current = await vault.environmentKey(projectId, env.id);
         }
@@ -113,6 +112,26 @@ export async function loadScanValues(
   } finally {
     vault.forget();
   }
+}
+
+/** Every secret of an environment with its envelope: the first page, then all the others together. */
+async function allSecretEnvelopes(
+  client: CofferClient,
+  projectId: string,
+  envId: string,
+): Promise<Secret[]> {
+  const page = (n: number) =>
+    listSecretEnvelopes(client, projectId, envId, {
+      page: n,
+      per_page: 100,
+      sort: 'name',
+      order: 'asc',
+    });
+  const first = await page(1);
+  const rest = await Promise.all(
+    Array.from({ length: Math.max(0, first.pagination.total_pages - 1) }, (_, i) => page(i + 2)),
+  );
+  return [first, ...rest].flatMap((p) => p.data);
 }
 
 async function readableEnvironments(
