@@ -1,5 +1,5 @@
 import { closeSync, createReadStream, openSync, readFileSync, readSync, statSync } from 'node:fs';
-import { list, str, type Command, type Values } from '../cli/command.js';
+import { list, PROJECT_OPTION, str, type Command, type Values } from '../cli/command.js';
 import { CliError, describeError, UsageError } from '../cli/errors.js';
 import { note, printJson } from '../cli/output.js';
 import { Context } from '../context.js';
@@ -57,12 +57,7 @@ const scan: Command = {
     'Exit codes: 0 nothing found, 1 findings, 2 error. See docs/scan.md.',
   ].join('\n'),
   options: {
-    project: {
-      type: 'string',
-      short: 'p',
-      value: 'PROJECT',
-      description: 'project id or name (default: .coffer.json; a token’s own project)',
-    },
+    ...PROJECT_OPTION,
     env: {
       type: 'string',
       short: 'e',

@@ -74,21 +74,13 @@ export async function scanHistory(
 /** Every blob reachable from a ref, with one path it has (the most recent one git saw). */
 async function reachableBlobs(repo: string): Promise<Map<string, string>> {
   const blobs = new Map<string, string>();
-  const child = spawn(
-    'git',
-    [
-      '-C',
-      repo,
-      '-c',
-      'core.quotePath=false',
-      'rev-list',
-      '--all',
-      '--objects',
-      '--filter=object:type=blob',
-      '--filter-provided-objects',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = git(repo, [
+    'rev-list',
+    '--all',
+    '--objects',
+    '--filter=object:type=blob',
+    '--filter-provided-objects',
+  ]);
   const failed = collectFailure(child, 'git rev-list');
   for await (const line of createInterface({ input: child.stdout! })) {
     const space = line.indexOf(' ');
@@ -105,9 +97,7 @@ async function readBlobs(
   onBlob: (sha: string, content: Buffer) => void,
 ): Promise<void> {
   if (shas.length === 0) return;
-  const child = spawn('git', ['-C', repo, 'cat-file', '--batch'], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = git(repo, ['cat-file', '--batch'], 'pipe');
   const failed = collectFailure(child, 'git cat-file');
   child.stdin!.on('error', () => undefined); // a dead git is reported by `failed`
   child.stdin!.end(`${shas.join('\n')}\n`);
@@ -165,25 +155,17 @@ async function firstCommits(
     string,
     { commit: string; authorDate: string; path: string; order: number }
   >();
-  const child = spawn(
-    'git',
-    [
-      '-C',
-      repo,
-      '-c',
-      'core.quotePath=false',
-      'log',
-      '--all',
-      '--topo-order',
-      '--reverse',
-      '--raw',
-      '--no-abbrev',
-      '--no-renames',
-      '--diff-merges=first-parent',
-      '--format=%x01%H %aI',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = git(repo, [
+    'log',
+    '--all',
+    '--topo-order',
+    '--reverse',
+    '--raw',
+    '--no-abbrev',
+    '--no-renames',
+    '--diff-merges=first-parent',
+    '--format=%x01%H %aI',
+  ]);
   const failed = collectFailure(child, 'git log');
   let commit = '';
   let authorDate = '';
@@ -212,6 +194,12 @@ async function firstCommits(
   });
   return found;
 }
+
+/** git in `repo`, paths printed as they are (only tabs, newlines, quotes and backslashes quoted). */
+const git = (repo: string, args: string[], stdin: 'pipe' | 'ignore' = 'ignore') =>
+  spawn('git', ['-C', repo, '-c', 'core.quotePath=false', ...args], {
+    stdio: [stdin, 'pipe', 'pipe'],
+  });
 
 /** A path as git prints it: C-quoted when it holds a tab, a newline, a quote or a backslash. */
 function unquote(path: string): string {
