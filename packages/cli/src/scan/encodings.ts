@@ -37,15 +37,18 @@ export function variantsOf(raw: Buffer, text: string): Variant[] {
     else out.push({ encoding, bytes });
   };
   add('raw', Buffer.from(raw));
-  // JSON.stringify's escapes; the same with non-ASCII as \uXXXX (Python's json.dumps);
-  // and with `/` as `\/` (PHP's json_encode).
-  add('json-escaped', jsonEscaped(text, false, false));
-  add('json-escaped', jsonEscaped(text, true, false));
-  add('json-escaped', jsonEscaped(text, false, true));
-  // encodeURIComponent; every byte but the unreserved ones; both with lower-case hex too.
-  for (const lower of [false, true]) {
-    add('url-encoded', percentEncoded(raw, COMPONENT_SAFE, lower));
-    add('url-encoded', percentEncoded(raw, UNRESERVED, lower));
+  // Most tokens are all letters, digits and `-._~`: then both are the raw value, not worth building.
+  if (raw.some((b) => !UNRESERVED[b])) {
+    // JSON.stringify's escapes; the same with non-ASCII as \uXXXX (Python's json.dumps);
+    // and with `/` as `\/` (PHP's json_encode).
+    add('json-escaped', jsonEscaped(text, false, false));
+    add('json-escaped', jsonEscaped(text, true, false));
+    add('json-escaped', jsonEscaped(text, false, true));
+    // encodeURIComponent; every byte but the unreserved ones; both with lower-case hex too.
+    for (const lower of [false, true]) {
+      add('url-encoded', percentEncoded(raw, COMPONENT_SAFE, lower));
+      add('url-encoded', percentEncoded(raw, UNRESERVED, lower));
+    }
   }
   for (const alignment of [0, 1, 2]) {
     add('base64', base64Inner(raw, alignment, STANDARD));
