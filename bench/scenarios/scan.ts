@@ -22,7 +22,13 @@ const HOOK_LINES = 1_000;
 
 interface ScanReport {
   findings: unknown[];
-  summary: { bytes: number; seconds: number; scanned: number; secrets: number };
+  summary: {
+    bytes: number;
+    seconds: number;
+    cpu_seconds: number;
+    scanned: number;
+    secrets: number;
+  };
 }
 
 /** A secret-like value: 16 to 64 characters of base64url, deterministic per index. */
@@ -158,11 +164,16 @@ function filesScenario(count: number, id: string): ClientScenario {
       // The first run over the tree fills the page cache; the figures are the next runs'.
       if (s.rates.size === 0) await scanJson(s, SECRET_COUNTS[0], [s.tree]);
       const runs = ctx.options.quick ? 1 : 3;
+      // Per second of the scanner's CPU time: on a shared machine the wall clock measures
+      // the scheduler as much as the scan (the wall-clock figure is in the detail).
       const rates: number[] = [];
+      const wallRates: number[] = [];
       let last: Awaited<ReturnType<typeof scanJson>> | null = null;
       for (let i = 0; i < runs; i++) {
         last = await scanJson(s, count, [s.tree]);
-        rates.push(last.report.summary.bytes / 1e6 / last.report.summary.seconds);
+        const { bytes, seconds, cpu_seconds } = last.report.summary;
+        rates.push(bytes / 1e6 / cpu_seconds);
+        wallRates.push(bytes / 1e6 / seconds);
       }
       const rate = median(rates);
       s.rates.set(count, rate);
@@ -173,7 +184,7 @@ function filesScenario(count: number, id: string): ClientScenario {
         this.title,
         rate,
         'MB/s',
-        `median of ${runs}; ${(summary.bytes / 1e6).toFixed(0)} MB in ${summary.scanned} files, ${summary.secrets} secrets scanned, ${findings.length} findings; reading and matching (the process: ${last!.wall.toFixed(1)} s with fetch and decrypt)`,
+        `MB per CPU second reading and matching, median of ${runs}; wall clock ${median(wallRates).toFixed(0)} MB/s; ${(summary.bytes / 1e6).toFixed(0)} MB in ${summary.scanned} files, ${summary.secrets} secrets scanned, ${findings.length} findings (the process: ${last!.wall.toFixed(1)} s with fetch and decrypt)`,
         count === 1_000 ? targets.scanFiles : null,
       );
     },
@@ -195,7 +206,7 @@ const flat: ClientScenario = {
       this.title,
       many / few,
       '×',
-      `${many.toFixed(0)} MB/s with 10,000 secrets, ${few.toFixed(0)} MB/s with 10, same tree, same run`,
+      `${many.toFixed(0)} MB per CPU second with 10,000 secrets, ${few.toFixed(0)} with 10, same tree, same run`,
       targets.scanFlat,
     );
   },
@@ -221,7 +232,7 @@ const history: ClientScenario = {
       this.title,
       summary.bytes / 1e6 / summary.seconds,
       'MB/s',
-      `${summary.scanned} blobs, ${(summary.bytes / 1e6).toFixed(0)} MB, ${summary.seconds.toFixed(1)} s with attribution (process ${wall.toFixed(1)} s); 1,000 secrets`,
+      `wall clock (git's processes work alongside); ${summary.scanned} blobs, ${(summary.bytes / 1e6).toFixed(0)} MB, ${summary.seconds.toFixed(1)} s with attribution, coffer's CPU ${summary.cpu_seconds.toFixed(1)} s (process ${wall.toFixed(1)} s); 1,000 secrets`,
     );
   },
 };

@@ -186,8 +186,10 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
     scanner = new SecretScanner(loaded.values);
     forgetValues(loaded);
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     const result = await scanTarget(scanner, options);
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
 
     let findings = result.hits.map((hit) => toFinding(hit, loaded));
     const total = findings.length;
@@ -208,6 +210,7 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
       secrets: loaded.secrets.length,
       patterns: scanner.patternCount,
       seconds,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
       baselined: total - findings.length,
     };
     if (options.format === 'json') printJson(jsonReport(findings, loaded.notScanned, summary));

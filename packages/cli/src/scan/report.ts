@@ -25,8 +25,10 @@ export interface ScanSummary {
   skippedBinary: number;
   secrets: number;
   patterns: number;
-  /** Seconds spent matching (after the values were fetched and decrypted). */
+  /** Seconds spent reading and matching (after the values were fetched and decrypted). */
   seconds: number;
+  /** This process's CPU time in those seconds (git's own processes not included). */
+  cpuSeconds: number;
   baselined: number;
 }
 
@@ -72,6 +74,7 @@ export function jsonReport(findings: Finding[], notScanned: NotScanned[], summar
       secrets: summary.secrets,
       patterns: summary.patterns,
       seconds: Number(summary.seconds.toFixed(3)),
+      cpu_seconds: Number(summary.cpuSeconds.toFixed(3)),
       baselined: summary.baselined,
     },
   };
