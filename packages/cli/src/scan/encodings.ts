@@ -67,7 +67,7 @@ for (const c of Buffer.from("!'()*")) COMPONENT_SAFE[c] = 1;
 
 function percentEncoded(raw: Buffer, safe: Uint8Array, lower: boolean): Buffer {
   const digits = lower ? HEX_LOWER : HEX_UPPER;
-  const out = Buffer.alloc(raw.length * 3);
+  const out = Buffer.allocUnsafe(raw.length * 3);
   let n = 0;
   for (const b of raw) {
     if (safe[b]) out[n++] = b;
@@ -81,7 +81,7 @@ function percentEncoded(raw: Buffer, safe: Uint8Array, lower: boolean): Buffer {
 }
 
 function hex(raw: Buffer, digits: Buffer): Buffer {
-  const out = Buffer.alloc(raw.length * 2);
+  const out = Buffer.allocUnsafe(raw.length * 2);
   raw.forEach((b, i) => {
     out[2 * i] = digits[b >> 4]!;
     out[2 * i + 1] = digits[b & 15]!;
@@ -96,10 +96,11 @@ function hex(raw: Buffer, digits: Buffer): Buffer {
  * character mixes in the bytes after it.
  */
 function base64Inner(raw: Buffer, alignment: number, alphabet: Buffer): Buffer {
-  const bytes = Buffer.alloc(alignment + raw.length);
+  const bytes = Buffer.allocUnsafe(alignment + raw.length);
+  bytes.fill(0, 0, alignment);
   raw.copy(bytes, alignment);
   const full = Math.floor(bytes.length / 3) * 3;
-  const out = Buffer.alloc(Math.ceil((bytes.length * 4) / 3));
+  const out = Buffer.allocUnsafe(Math.ceil((bytes.length * 4) / 3));
   let n = 0;
   for (let i = 0; i < full; i += 3) {
     const v = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
@@ -125,7 +126,7 @@ function base64Inner(raw: Buffer, alignment: number, alphabet: Buffer): Buffer {
 
 /** `text` as it appears between the quotes of a JSON string. */
 function jsonEscaped(text: string, asciiOnly: boolean, slash: boolean): Buffer {
-  const out = Buffer.alloc(text.length * 6 + 4);
+  const out = Buffer.allocUnsafe(text.length * 6 + 4);
   let n = 0;
   const put = (ascii: string) => {
     for (let k = 0; k < ascii.length; k++) out[n++] = ascii.charCodeAt(k);
