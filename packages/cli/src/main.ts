@@ -63,6 +63,10 @@ const GROUPS: Record<string, Group> = {
     summary: "run a command with the environment's secrets",
     load: () => import('./commands/run.js'),
   },
+  scan: {
+    summary: "find the team's secret values where they leaked",
+    load: () => import('./commands/scan.js'),
+  },
   'api-keys': {
     summary: 'create, list and revoke API keys',
     load: () => import('./commands/tokens.js'),
