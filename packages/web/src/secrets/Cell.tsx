@@ -26,6 +26,8 @@ export interface CellProps {
   canWrite: boolean;
   onHistory: (environmentId: string, name: string) => void;
   onCopied: (message: string) => void;
+  /** "Ada Lovelace (ada@example.com)", "you": who wrote a version. */
+  who: (userId: string | null) => string;
 }
 
 /** The value a cell would save: the staged one, else the current decrypted one. */
@@ -89,13 +91,23 @@ export const Cell = memo(function Cell(props: CellProps) {
       />
     );
   } else if (!exists && change?.kind !== 'delete') {
-    content = <span className="missing">missing</span>;
+    content = canWrite ? (
+      <button
+        type="button"
+        className="missing"
+        tabIndex={-1}
+        aria-label={`Missing: add ${label}`}
+        title="Add a value here (Enter)"
+        onClick={() => editingCell.set(id)}
+      >
+        missing
+      </button>
+    ) : (
+      <span className="missing">missing</span>
+    );
   } else if (!canRead || (meta && !meta.readable && change?.kind !== 'set')) {
     content = (
-      <span
-        className="no-access"
-        title={meta ? `Version ${meta.version}, ${formatDate(meta.updated_at)}` : undefined}
-      >
+      <span className="no-access">
         no access
         {meta ? (
           <span className="muted">
@@ -127,7 +139,7 @@ export const Cell = memo(function Cell(props: CellProps) {
     >
       <div className="cell-inner">
         {state ? (
-          <span className={`mark mark-${state}`} title={state}>
+          <span className={`mark mark-${state}`} title={`${state}, not saved yet`}>
             {state === 'added' ? '+' : state === 'changed' ? '~' : '−'}
             <span className="visually-hidden"> {state}</span>
           </span>
@@ -135,6 +147,13 @@ export const Cell = memo(function Cell(props: CellProps) {
         <span className={state === 'deleted' ? 'cell-content struck' : 'cell-content'}>
           {content}
         </span>
+        {state ? <span className="unsaved-tag">unsaved</span> : null}
+        {meta && !editing ? (
+          <span className="cell-meta" aria-hidden="true">
+            v{meta.version} · {ago(meta.updated_at)} ({formatDate(meta.updated_at)}) · by{' '}
+            {props.who(meta.updated_by)}
+          </span>
+        ) : null}
         {!editing ? (
           <span className="cell-actions">
             {canRead && exists && change?.kind !== 'delete' ? (
