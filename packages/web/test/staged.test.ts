@@ -95,7 +95,7 @@ test('staged edits survive the auto-lock sealed, after a countdown, and are rest
     assert.equal(await asksBeforeUnload(v), false, 'nothing staged: no beforeunload prompt');
     await editCell(page, 'LOG_LEVEL', 'production', STAGED.production);
     await editCell(page, 'STRIPE_SECRET_KEY', 'staging', STAGED.staging);
-    await expect(pendingBar(v)).toContainText('2 unsaved changes in production and staging');
+    await expect(pendingBar(v)).toContainText('2 unsaved changes in staging and production');
     assert.equal(await asksBeforeUnload(v), true, 'a reload or a closed tab asks first');
 
     // The last 30 s of the 1-minute auto-lock are announced; activity cancels it.

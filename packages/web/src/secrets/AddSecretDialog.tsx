@@ -4,6 +4,7 @@ import { Dialog } from '../ui/Dialog';
 import { Field } from '../ui/Field';
 import { stageValue } from './Cell';
 import type { SecretMeta } from './data';
+import './dialogs.css';
 
 /**
  * Adds a name with a value per environment (staged, like every edit). Each

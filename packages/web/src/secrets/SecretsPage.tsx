@@ -24,7 +24,6 @@ import { activeCell, cellId, editingCell, focusCell } from './grid-state';
 import {
   bindProject,
   discardAll,
-  dismissRestoredNote,
   environmentName,
   onReviewRequest,
   restoreChanges,
@@ -70,6 +69,9 @@ const HistoryDialog = lazy(() =>
 );
 const ReviewDialog = lazy(() =>
   import('./ReviewDialog').then((m) => ({ default: m.ReviewDialog })),
+);
+const RestoredNote = lazy(() =>
+  import('./SafetyNotices').then((m) => ({ default: m.RestoredNote })),
 );
 const ShortcutsDialog = lazy(() =>
   import('./ShortcutsDialog').then((m) => ({ default: m.ShortcutsDialog })),
@@ -349,7 +351,9 @@ export function SecretsPage() {
     <section className="secrets stack" aria-label="Secrets">
       {vault.data && project.role !== 'viewer' && !holdsKey ? <AwaitingGrant /> : null}
       {restored && restored.projectId === project.id ? (
-        <RestoredNote note={restored} onReview={() => setOpen({ kind: 'review' })} />
+        <Suspense fallback={null}>
+          <RestoredNote note={restored} onReview={() => setOpen({ kind: 'review' })} />
+        </Suspense>
       ) : null}
       {project.role === 'viewer' ? (
         <p className="notice">You are a viewer: you see names, versions and dates, never values.</p>
@@ -768,48 +772,6 @@ function PendingBar({
       <button type="button" className="primary" onClick={onReview} title="Review (Shift+R)">
         Review
       </button>
-    </div>
-  );
-}
-
-/** After an unlock: what came back, and (names and environments only) what could not. */
-function RestoredNote({
-  note,
-  onReview,
-}: {
-  note: NonNullable<ReturnType<typeof useRestoredNote>>;
-  onReview: () => void;
-}) {
-  return (
-    <div className="notice restored-note" role="status">
-      <p>
-        <strong>
-          {note.restored} staged {note.restored === 1 ? 'change' : 'changes'} restored
-        </strong>{' '}
-        after the lock; {note.restored === 1 ? 'it is' : 'they are'} still not saved.
-      </p>
-      {note.dropped.length > 0 ? (
-        <>
-          <p>Not restored ({note.dropped.length}):</p>
-          <ul>
-            {note.dropped.map((d) => (
-              <li key={`${d.environment}/${d.name}`}>
-                <span className="mono">{d.name}</span> in {d.environment}: {d.reason}
-              </li>
-            ))}
-          </ul>
-        </>
-      ) : null}
-      <div className="actions start">
-        {note.restored > 0 ? (
-          <button type="button" className="primary" onClick={onReview}>
-            Review
-          </button>
-        ) : null}
-        <button type="button" onClick={dismissRestoredNote}>
-          Dismiss
-        </button>
-      </div>
     </div>
   );
 }

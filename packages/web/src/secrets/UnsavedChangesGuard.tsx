@@ -1,16 +1,19 @@
-import { useEffect, useState, useSyncExternalStore } from 'react';
+import { lazy, Suspense, useEffect, useSyncExternalStore } from 'react';
 import { useBlocker, useNavigate } from 'react-router';
 import { auth } from '../lib/auth';
 import { useLockingAt } from '../lib/autolock';
-import { Dialog } from '../ui/Dialog';
 import {
   discardAll,
   requestReview,
   staged,
-  stagedEnvironmentNames,
   stagedProjectId,
   useStagedSummary,
 } from './store';
+
+const LockCountdown = lazy(() =>
+  import('./SafetyNotices').then((m) => ({ default: m.LockCountdown })),
+);
+const LeaveDialog = lazy(() => import('./SafetyNotices').then((m) => ({ default: m.LeaveDialog })));
 
 /** "3 unsaved changes", "1 unsaved change". */
 export const unsavedChanges = (count: number) =>
@@ -92,72 +95,24 @@ export function UnsavedChangesGuard() {
   };
 
   const asking = blocker.state === 'blocked' || askedSignOut;
+  const lockingAt = useLockingAt();
+  // The dialogs load when first needed: the first visit carries only the guard.
+  if (changes === 0 || (!asking && lockingAt === null)) return null;
   return (
-    <>
-      <LockCountdown changes={changes} />
-      {asking && changes > 0 ? (
-        <Dialog
-          title={askedSignOut ? 'Sign out with unsaved changes?' : 'Leave with unsaved changes?'}
-          onClose={() => {
+    <Suspense fallback={null}>
+      {lockingAt !== null ? <LockCountdown changes={changes} lockingAt={lockingAt} /> : null}
+      {asking ? (
+        <LeaveDialog
+          changes={changes}
+          signingOut={askedSignOut}
+          onStay={stay}
+          onLeave={leave}
+          onCancel={() => {
             if (blocker.state === 'blocked') blocker.reset();
             setSignOutAsked(false);
           }}
-        >
-          <div className="stack">
-            <p>
-              {unsavedChanges(changes)} in {listNames(stagedEnvironmentNames())}{' '}
-              {changes === 1 ? 'is' : 'are'} not saved yet. They are discarded if you{' '}
-              {askedSignOut ? 'sign out' : 'leave this project'}.
-            </p>
-            <div className="actions">
-              <button type="button" className="danger" onClick={leave}>
-                {askedSignOut ? 'Discard and sign out' : 'Discard and leave'}
-              </button>
-              <button type="button" className="primary" onClick={stay}>
-                Review changes
-              </button>
-            </div>
-          </div>
-        </Dialog>
+        />
       ) : null}
-    </>
-  );
-}
-
-/** The auto-lock's last minute while changes are staged; any activity cancels it. */
-function LockCountdown({ changes }: { changes: number }) {
-  const lockingAt = useLockingAt();
-  const navigate = useNavigate();
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    if (lockingAt === null) return;
-    setNow(Date.now());
-    const tick = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(tick);
-  }, [lockingAt]);
-  if (lockingAt === null || changes === 0) return null;
-  const seconds = Math.max(0, Math.ceil((lockingAt - now) / 1000));
-  return (
-    <div className="lock-countdown" role="alert">
-      <p>
-        <strong>The dashboard locks in {seconds} s</strong> without activity. Your{' '}
-        {unsavedChanges(changes)} will be kept sealed until you unlock.
-      </p>
-      <div className="actions">
-        {/* Any click is activity: the lock is pushed back. */}
-        <button type="button">Keep working</button>
-        <button
-          type="button"
-          className="primary"
-          onClick={() => {
-            const project = stagedProjectId();
-            requestReview();
-            if (project) void navigate(`/projects/${project}`);
-          }}
-        >
-          Review now
-        </button>
-      </div>
-    </div>
+    </Suspense>
   );
 }

@@ -78,9 +78,12 @@ export const stagedProjectId = () => stagedProject;
 export const environmentName = (environmentId: string) =>
   environmentNames.get(environmentId) ?? 'an environment';
 
-/** "production and staging": the environments holding staged changes. */
+/** "staging and production": the environments holding staged changes, in column order. */
 export function stagedEnvironmentNames(): string[] {
-  return [...new Set(staged.all().map(([e]) => environmentName(e)))].sort();
+  const ids = new Set(staged.all().map(([e]) => e));
+  // In the grid's column order (known environments), then any other.
+  const known = [...environmentNames.keys()].filter((id) => ids.has(id));
+  return [...known, ...[...ids].filter((id) => !environmentNames.has(id))].map(environmentName);
 }
 
 /** Drops every staged change and returns them, for Undo. */
@@ -192,14 +195,15 @@ keyring.onUnlock((keys, owner) => {
   if (!held) return;
   sealedChanged();
   if (held.owner !== owner) return;
-  let payload: SealedPayload;
   try {
-    payload = JSON.parse(
-      openFromSelf(keys.encryption, SEAL_PURPOSE, owner, held.box),
-    ) as SealedPayload;
+    restore(openFromSelf(keys.encryption, SEAL_PURPOSE, owner, held.box));
   } catch {
-    return;
+    // Altered, or not sealed for these keys: dropped unopened.
   }
+});
+
+function restore(text: string): void {
+  const payload = JSON.parse(text) as SealedPayload;
   stagedProject = payload.projectId;
   for (const { environmentId, environment, name, change } of payload.changes) {
     environmentNames.set(environmentId, environment);
@@ -207,7 +211,7 @@ keyring.onUnlock((keys, owner) => {
   }
   restoredNote = { projectId: payload.projectId, restored: payload.changes.length, dropped: [] };
   noteChanged();
-});
+}
 
 /**
  * Once the grid knows the project as it is now: staged changes for an

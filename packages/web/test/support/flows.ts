@@ -161,6 +161,17 @@ export async function reviewAndSave(page: Page, changes: number): Promise<void> 
   await expect(page.getByRole('region', { name: 'Pending changes' })).toBeHidden();
 }
 
+/** "Discard all" from the pending bar, confirmed; the bar goes. */
+export async function discardAll(page: Page): Promise<void> {
+  const bar = page.getByRole('region', { name: 'Pending changes' });
+  await bar.getByRole('button', { name: 'Discard all' }).click();
+  await page
+    .getByRole('dialog', { name: 'Discard all unsaved changes?' })
+    .getByRole('button', { name: 'Discard all' })
+    .click();
+  await expect(bar).toBeHidden();
+}
+
 /** Reveals one cell and returns the text it shows. */
 export async function revealedValue(page: Page, name: string, environment: string) {
   const target = cell(page, name, environment);
