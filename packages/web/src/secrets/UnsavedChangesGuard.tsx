@@ -2,13 +2,7 @@ import { lazy, Suspense, useEffect, useSyncExternalStore } from 'react';
 import { useBlocker, useNavigate } from 'react-router';
 import { auth } from '../lib/auth';
 import { useLockingAt } from '../lib/autolock';
-import {
-  discardAll,
-  requestReview,
-  staged,
-  stagedProjectId,
-  useStagedSummary,
-} from './store';
+import { discardAll, requestReview, staged, stagedProjectId, useStagedSummary } from './store';
 
 const LockCountdown = lazy(() =>
   import('./SafetyNotices').then((m) => ({ default: m.LockCountdown })),
