@@ -325,6 +325,25 @@ test('compare staging with production and promote two values', (t) =>
     assert.equal((await sdkRead('staging', 'LOG_LEVEL')).version, 1, 'the source is untouched');
   }));
 
+test('compare: a name only in the target can be staged for deletion there', (t) =>
+  onGrid(t, 'compare-delete', async ({ page }) => {
+    await page.getByRole('button', { name: 'Compare' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Compare environments' });
+    const options = dialog.getByLabel('From', { exact: true }).locator('option');
+    const idOf = async (name: string) =>
+      String(await options.filter({ hasText: name }).first().getAttribute('value'));
+    await dialog.getByLabel('From', { exact: true }).selectOption(await idOf('development'));
+    await dialog.getByLabel('To', { exact: true }).selectOption(await idOf('staging'));
+    await dialog.getByRole('checkbox', { name: 'Delete SENTRY_DSN from staging' }).check();
+    await dialog.getByRole('button', { name: 'Delete 1 from staging' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(cell(page, 'SENTRY_DSN', 'staging')).toHaveAttribute('data-state', 'deleted');
+    await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText(
+      '1 unsaved change in staging',
+    );
+    await discardAll(page);
+  }));
+
 test('history: two saves, both versions listed, their diff, roll back to the first', (t) =>
   onGrid(t, 'history', async ({ page }) => {
     const first = VALUES.development.SESSION_SECRET;
@@ -338,7 +357,9 @@ test('history: two saves, both versions listed, their diff, roll back to the fir
       await editor.press('Enter');
       await page.getByRole('button', { name: 'Review' }).click();
       const review = page.getByRole('dialog', { name: 'Review changes' });
-      await review.getByRole('button', { name: 'Save 1 change' }).click();
+      // The first save by its button, the second by the keyboard (Ctrl+Enter).
+      if (value === second) await review.getByRole('button', { name: 'Save 1 change' }).click();
+      else await page.keyboard.press('Control+Enter');
       await expect(review).toBeHidden({ timeout: 20_000 });
     }
     assert.equal((await sdkRead('development', 'SESSION_SECRET')).version, 3);

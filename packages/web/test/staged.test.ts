@@ -43,7 +43,13 @@ const STAGED = {
   staging: 'sk_test_51Hx9StagingRotated9d2e',
   qa: 'https://qa.internal/api-5b8e',
 };
-const DOCUMENTED = new Set(['lock-countdown', 'unlock-sealed', 'unlock-restored', 'add-secret']);
+const DOCUMENTED = new Set([
+  'lock-countdown',
+  'unlock-sealed',
+  'unlock-restored',
+  'add-secret',
+  'leave-guard',
+]);
 
 let browser: Browser | undefined;
 let coffer: Coffer | undefined;
@@ -224,7 +230,7 @@ test('leaving the project or signing out with staged changes asks first', (t) =>
       .click();
     const ask = page.getByRole('dialog', { name: 'Leave with unsaved changes?' });
     await expect(ask).toContainText('2 unsaved changes in development and staging');
-    await screenshots(page, 'leave-guard');
+    await screenshots(page, 'leave-guard', DOCUMENTED);
     await checkA11y(page, 'leave-guard');
     await ask.getByRole('button', { name: 'Review changes' }).click();
     await expect(page.getByRole('dialog', { name: 'Review changes' })).toBeVisible();

@@ -2,7 +2,15 @@ import { memo, useRef, type KeyboardEvent } from 'react';
 import { copyText } from '../lib/clipboard';
 import { ago, formatDate } from '../lib/format';
 import type { SecretMeta } from './data';
-import { activeCell, cellId, editingCell, useIsActive, useIsEditing } from './grid-state';
+import {
+  activeCell,
+  cellId,
+  editingCell,
+  hoveredCell,
+  useIsActive,
+  useIsEditing,
+  useIsHovered,
+} from './grid-state';
 import { plaintext } from './plaintext';
 import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
 import {
@@ -63,6 +71,7 @@ export const Cell = memo(function Cell(props: CellProps) {
   const shown = useRevealed(environmentId, name);
   const active = useIsActive(id);
   const editing = useIsEditing(id);
+  const hovered = useIsHovered(id);
   const exists = meta !== undefined || change?.kind === 'set';
   const label = `${name} in ${environmentName}`;
 
@@ -135,6 +144,10 @@ export const Cell = memo(function Cell(props: CellProps) {
       tabIndex={active ? 0 : -1}
       className="cell"
       onFocus={() => activeCell.set(id)}
+      onMouseEnter={() => hoveredCell.set(id)}
+      onMouseLeave={() => {
+        if (hoveredCell.get() === id) hoveredCell.set(null);
+      }}
       onDoubleClick={() => canWrite && !editing && editingCell.set(id)}
     >
       <div className="cell-inner">
@@ -148,7 +161,7 @@ export const Cell = memo(function Cell(props: CellProps) {
           {content}
         </span>
         {state ? <span className="unsaved-tag">unsaved</span> : null}
-        {meta && !editing ? (
+        {meta && !editing && (active || hovered) ? (
           <span className="cell-meta" aria-hidden="true">
             v{meta.version} · {ago(meta.updated_at)} ({formatDate(meta.updated_at)}) · by{' '}
             {props.who(meta.updated_by)}

@@ -82,54 +82,52 @@ export function CompareDialog({
 
   const item = (name: string, kind: 'only-from' | 'only-to' | 'differs') => (
     <li key={`${kind}/${name}`} className="compare-item" data-kind={kind}>
-      <div className="review-item-head">
-        <label className="check">
-          <input
-            type="checkbox"
-            aria-label={
-              kind === 'only-to' ? `Delete ${name} from ${to?.name}` : `Copy ${name} to ${to?.name}`
-            }
-            checked={selected.has(name)}
-            onChange={() => toggle(selected, setSelected, name)}
-          />
-          <span className="mono review-name">{name}</span>
-        </label>
-        <span className="compare-kind">
-          {kind === 'only-from'
-            ? `only in ${from?.name}`
-            : kind === 'only-to'
-              ? `only in ${to?.name}`
-              : 'differs'}
+      <label className="check compare-name">
+        <input
+          type="checkbox"
+          aria-label={
+            kind === 'only-to' ? `Delete ${name} from ${to?.name}` : `Copy ${name} to ${to?.name}`
+          }
+          checked={selected.has(name)}
+          onChange={() => toggle(selected, setSelected, name)}
+        />
+        <span className="mono review-name">{name}</span>
+      </label>
+      <span className="compare-kind">
+        {kind === 'only-from'
+          ? `only in ${from?.name}`
+          : kind === 'only-to'
+            ? `only in ${to?.name}`
+            : 'differs'}
+      </span>
+      {(
+        [
+          [from, a],
+          [to, b],
+        ] as const
+      ).map(([environment, values], i) => (
+        <span key={i} className={i === 0 ? 'compare-from' : 'compare-to'}>
+          <span className="compare-env small muted">{environment?.name} </span>
+          <code className="mono">
+            {name in values ? (
+              shown.has(name) ? (
+                values[name]
+              ) : (
+                '••••••••'
+              )
+            ) : (
+              <span className="muted">not there</span>
+            )}
+          </code>
         </span>
+      ))}
+      <span className="compare-reveal">
         <RevealButton
           shown={shown.has(name)}
           what={name}
           onToggle={() => toggle(shown, setShown, name)}
         />
-      </div>
-      <div className="review-values">
-        {(
-          [
-            [from, a],
-            [to, b],
-          ] as const
-        ).map(([environment, values], i) => (
-          <div key={i}>
-            <div className="small muted">{environment?.name}</div>
-            <code className="mono">
-              {name in values ? (
-                shown.has(name) ? (
-                  values[name]
-                ) : (
-                  '••••••••'
-                )
-              ) : (
-                <span className="muted">not there</span>
-              )}
-            </code>
-          </div>
-        ))}
-      </div>
+      </span>
     </li>
   );
 
@@ -138,7 +136,7 @@ export function CompareDialog({
   const allSelected = selectable.length > 0 && selected.size === selectable.length;
   return (
     <Dialog title="Compare environments" onClose={onClose} wide>
-      <div className="stack">
+      <div className="stack compare">
         <div className="compare-pick">
           <label htmlFor={fromLabel}>From</label>
           <select
@@ -208,33 +206,43 @@ export function CompareDialog({
                 />
                 Select all
               </label>
-              <button
-                type="button"
-                className="link"
-                disabled={selected.size === 0}
-                onClick={() => setSelected(new Set())}
-              >
-                Select none
-              </button>
+              {selected.size > 0 ? (
+                <button type="button" className="link" onClick={() => setSelected(new Set())}>
+                  Select none
+                </button>
+              ) : null}
             </div>
-            <ul className="review-list">
+            <div className="compare-head" aria-hidden="true">
+              <span>Name</span>
+              <span>Difference</span>
+              <span>{from?.name}</span>
+              <span>{to?.name}</span>
+            </div>
+            <ul className="review-list compare-list">
               {comparison.onlyInA.map((n) => item(n, 'only-from'))}
               {comparison.differing.map((n) => item(n, 'differs'))}
               {comparison.onlyInB.map((n) => item(n, 'only-to'))}
             </ul>
           </>
         )}
-        <p className="muted small">
-          Copies and deletions are staged in {to?.name ?? 'the target'}: nothing is saved until you
-          review and save.
-        </p>
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-          <button type="button" className="primary" disabled={selected.size === 0} onClick={stage}>
-            {label}
-          </button>
+        <div className="dialog-footer">
+          <p className="muted small">
+            Copies and deletions are staged in {to?.name ?? 'the target'}: nothing is saved until
+            you review and save.
+          </p>
+          <div className="actions">
+            <button type="button" onClick={onClose}>
+              Close
+            </button>
+            <button
+              type="button"
+              className="primary"
+              disabled={selected.size === 0}
+              onClick={stage}
+            >
+              {label}
+            </button>
+          </div>
         </div>
       </div>
     </Dialog>

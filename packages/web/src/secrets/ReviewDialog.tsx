@@ -299,24 +299,26 @@ export function ReviewDialog({
             })}
           </section>
         ) : null}
-        <div className="actions">
-          {canSave ? (
-            <span className="muted small review-shortcut">
-              <kbd>{SAVE_KEY}</kbd> saves
-            </span>
-          ) : null}
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-          <button
-            type="button"
-            className="primary"
-            disabled={!canSave}
-            title={`Save (${SAVE_KEY})`}
-            onClick={() => void save()}
-          >
-            {busy ? 'Saving…' : `Save ${total} ${total === 1 ? 'change' : 'changes'}`}
-          </button>
+        <div className="dialog-footer">
+          <div className="actions">
+            {canSave ? (
+              <span className="muted small review-shortcut">
+                <kbd>{SAVE_KEY}</kbd> saves
+              </span>
+            ) : null}
+            <button type="button" onClick={onClose}>
+              Close
+            </button>
+            <button
+              type="button"
+              className="primary"
+              disabled={!canSave}
+              title={`Save (${SAVE_KEY})`}
+              onClick={() => void save()}
+            >
+              {busy ? 'Saving…' : `Save ${total} ${total === 1 ? 'change' : 'changes'}`}
+            </button>
+          </div>
         </div>
       </div>
     </Dialog>

@@ -20,7 +20,7 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
 import { useSecretsOf, type SecretMeta } from './data';
-import { activeCell, cellId, editingCell, focusCell } from './grid-state';
+import { activeCell, cellId, editingCell, focusCell, hoveredCell } from './grid-state';
 import {
   bindProject,
   discardAll,
@@ -92,10 +92,14 @@ export function SecretsPage() {
   const [undo, setUndo] = useState<[string, string, StagedChange][] | null>(null);
   const restored = useRestoredNote();
   const directory = useMemberDirectory(project.id);
+  // Read when a cell shows its author (on hover or focus): a stable function, so the
+  // directory's arrival does not re-render every row.
+  const directoryRef = useRef(directory.data);
+  directoryRef.current = directory.data;
   const who = useCallback(
     (userId: string | null) =>
-      userId === keyring.userId() ? 'you' : describeUser(directory.data, userId),
-    [directory.data],
+      userId === keyring.userId() ? 'you' : describeUser(directoryRef.current, userId),
+    [],
   );
   const [open, setOpen] = useState<Open>(null);
   const [announcement, setAnnouncement] = useState('');
@@ -271,6 +275,7 @@ export function SecretsPage() {
       revealed.clear();
       activeCell.set(null);
       editingCell.set(null);
+      hoveredCell.set(null);
     },
     [],
   );
