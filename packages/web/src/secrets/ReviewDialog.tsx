@@ -262,7 +262,7 @@ export function ReviewDialog({
                       onToggle={() => toggle(key)}
                     />
                   </div>
-                  <div className="conflict-values">
+                  <div className="review-values">
                     <div>
                       <div className="small muted">Theirs</div>
                       <code className="mono">
