@@ -6,11 +6,16 @@ import {
   activeCell,
   cellId,
   editingCell,
+  focusedCell,
   hoveredCell,
   useIsActive,
   useIsEditing,
+  useIsFocused,
   useIsHovered,
 } from './grid-state';
+import { useProjectContext } from '../pages/ProjectLayout';
+import { describeUser, useMemberDirectory } from '../lib/members';
+import { keyring } from '../lib/keyring';
 import { plaintext } from './plaintext';
 import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
 import {
@@ -34,8 +39,6 @@ export interface CellProps {
   canWrite: boolean;
   onHistory: (environmentId: string, name: string) => void;
   onCopied: (message: string) => void;
-  /** "Ada Lovelace (ada@example.com)", "you": who wrote a version. */
-  who: (userId: string | null) => string;
 }
 
 /** The value a cell would save: the staged one, else the current decrypted one. */
@@ -72,6 +75,7 @@ export const Cell = memo(function Cell(props: CellProps) {
   const active = useIsActive(id);
   const editing = useIsEditing(id);
   const hovered = useIsHovered(id);
+  const focused = useIsFocused(id);
   const exists = meta !== undefined || change?.kind === 'set';
   const label = `${name} in ${environmentName}`;
 
@@ -143,7 +147,13 @@ export const Cell = memo(function Cell(props: CellProps) {
       data-state={state ?? undefined}
       tabIndex={active ? 0 : -1}
       className="cell"
-      onFocus={() => activeCell.set(id)}
+      onFocus={() => {
+        activeCell.set(id);
+        focusedCell.set(id);
+      }}
+      onBlur={() => {
+        if (focusedCell.get() === id) focusedCell.set(null);
+      }}
       onMouseEnter={() => hoveredCell.set(id)}
       onMouseLeave={() => {
         if (hoveredCell.get() === id) hoveredCell.set(null);
@@ -161,12 +171,7 @@ export const Cell = memo(function Cell(props: CellProps) {
           {content}
         </span>
         {state ? <span className="unsaved-tag">unsaved</span> : null}
-        {meta && !editing && (active || hovered) ? (
-          <span className="cell-meta" aria-hidden="true">
-            v{meta.version} · {ago(meta.updated_at)} ({formatDate(meta.updated_at)}) · by{' '}
-            {props.who(meta.updated_by)}
-          </span>
-        ) : null}
+        {meta && !editing && (focused || hovered) ? <CellMeta meta={meta} /> : null}
         {!editing ? (
           <span className="cell-actions">
             {canRead && exists && change?.kind !== 'delete' ? (
@@ -243,6 +248,23 @@ export const Cell = memo(function Cell(props: CellProps) {
     </td>
   );
 });
+
+/**
+ * Version, date and author of the cell under the pointer or focus. The member
+ * directory (names for the author's id) is fetched on the first such look, not
+ * with the grid.
+ */
+function CellMeta({ meta }: { meta: SecretMeta }) {
+  const project = useProjectContext();
+  const directory = useMemberDirectory(project.id);
+  const author =
+    meta.updated_by === keyring.userId() ? 'you' : describeUser(directory.data, meta.updated_by);
+  return (
+    <span className="cell-meta" aria-hidden="true">
+      v{meta.version} · {ago(meta.updated_at)} ({formatDate(meta.updated_at)}) · by {author}
+    </span>
+  );
+}
 
 /** The in-place editor: Enter saves to the staging area, Shift+Enter adds a line, Escape cancels. */
 function CellEditor({

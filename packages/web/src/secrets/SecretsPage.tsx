@@ -20,7 +20,7 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
 import { useSecretsOf, type SecretMeta } from './data';
-import { activeCell, cellId, editingCell, focusCell, hoveredCell } from './grid-state';
+import { activeCell, cellId, editingCell, focusCell, focusedCell, hoveredCell } from './grid-state';
 import {
   bindProject,
   discardAll,
@@ -39,7 +39,6 @@ import {
 } from './store';
 import { listNames } from './UnsavedChangesGuard';
 import { ConfirmDialog } from '../ui/Dialog';
-import { useMemberDirectory, describeUser } from '../lib/members';
 import { EyeIcon } from '../ui/icons';
 import { keyring } from '../lib/keyring';
 import { fingerprint } from '@coffer/sdk';
@@ -91,16 +90,7 @@ export function SecretsPage() {
   const [view, setView] = useState<View>({ kind: 'all' });
   const [undo, setUndo] = useState<[string, string, StagedChange][] | null>(null);
   const restored = useRestoredNote();
-  const directory = useMemberDirectory(project.id);
-  // Read when a cell shows its author (on hover or focus): a stable function, so the
-  // directory's arrival does not re-render every row.
-  const directoryRef = useRef(directory.data);
-  directoryRef.current = directory.data;
-  const who = useCallback(
-    (userId: string | null) =>
-      userId === keyring.userId() ? 'you' : describeUser(directoryRef.current, userId),
-    [],
-  );
+
   const [open, setOpen] = useState<Open>(null);
   const [announcement, setAnnouncement] = useState('');
   const filterRef = useRef<HTMLInputElement>(null);
@@ -276,6 +266,7 @@ export function SecretsPage() {
       activeCell.set(null);
       editingCell.set(null);
       hoveredCell.set(null);
+      focusedCell.set(null);
     },
     [],
   );
@@ -518,7 +509,6 @@ export function SecretsPage() {
                       onToggleRow={toggleRow}
                       onHistory={onHistory}
                       onCopied={onCopied}
-                      who={who}
                     />
                   );
                 })}
@@ -688,7 +678,6 @@ const Row = memo(function Row(props: {
   onToggleRow: (name: string) => void;
   onHistory: (environmentId: string, name: string) => void;
   onCopied: (message: string) => void;
-  who: (userId: string | null) => string;
 }) {
   const { name, index, envs, byEnvironment, canRead, canWrite } = props;
   return (
@@ -726,7 +715,6 @@ const Row = memo(function Row(props: {
           canWrite={canWrite}
           onHistory={props.onHistory}
           onCopied={props.onCopied}
-          who={props.who}
         />
       ))}
     </tr>

@@ -22,8 +22,9 @@ class Pointer {
 
 export const activeCell = new Pointer();
 export const editingCell = new Pointer();
-/** The cell under the pointer: only it (and the active cell) renders its version, date and author. */
+/** The cell under the pointer, and the focused one: only they render their version, date and author. */
 export const hoveredCell = new Pointer();
+export const focusedCell = new Pointer();
 
 export const cellId = (row: number, column: number) => `${row}:${column}`;
 
@@ -33,6 +34,10 @@ export function useIsActive(id: string): boolean {
 
 export function useIsHovered(id: string): boolean {
   return useSyncExternalStore(hoveredCell.subscribe, () => hoveredCell.get() === id);
+}
+
+export function useIsFocused(id: string): boolean {
+  return useSyncExternalStore(focusedCell.subscribe, () => focusedCell.get() === id);
 }
 
 export function useIsEditing(id: string): boolean {
