@@ -93,7 +93,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     await editCell(page, 'STRIPE_SECRET_KEY', 'production', VALUES.prodStripe);
     await addSecret(page, 'LOG_LEVEL', VALUES.logLevel, ['development']);
     const bar = page.getByRole('region', { name: 'Pending changes' });
-    await expect(bar).toContainText('6 changes in 3 environments');
+    await expect(bar).toContainText('6 unsaved changes in development, staging and production');
     await expect(cell(page, 'LOG_LEVEL', 'production')).toContainText('missing');
     await bar.getByRole('button', { name: 'Review' }).click();
     let review = page.getByRole('dialog', { name: 'Review changes' });
@@ -109,7 +109,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
       .getByRole('button', { name: 'Delete LOG_LEVEL in development' })
       .click();
     await addSecret(page, 'REDIS_URL', VALUES.redis, ['staging']);
-    await expect(bar).toContainText('3 changes in 3 environments');
+    await expect(bar).toContainText('3 unsaved changes in development, staging and production');
     await expect(cell(page, 'DATABASE_URL', 'production')).toHaveAttribute('data-state', 'changed');
     await expect(cell(page, 'LOG_LEVEL', 'development')).toHaveAttribute('data-state', 'deleted');
     await expect(cell(page, 'REDIS_URL', 'staging')).toHaveAttribute('data-state', 'added');
@@ -121,7 +121,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     const rowOf = (environment: string, name: string) =>
       review
         .getByRole('region', { name: new RegExp(`^${environment}`) })
-        .getByRole('row')
+        .getByRole('listitem')
         .filter({ hasText: name });
     await expect(rowOf('development', 'LOG_LEVEL')).toContainText('deleted');
     await expect(rowOf('staging', 'REDIS_URL')).toContainText('added');

@@ -230,8 +230,8 @@ function AutolockCard() {
         ))}
       </select>
       <p className="muted small">
-        Locking drops your keys, every decrypted value and unsaved edits from memory; your password
-        unlocks again without signing in.
+        Locking drops your keys and every decrypted value from memory; unsaved edits are kept sealed
+        with your key until you unlock again with your password (no new sign-in).
       </p>
       <div>
         <button type="button" onClick={() => auth.lock()}>

@@ -1,6 +1,7 @@
 import { listInvitations } from '@coffer/sdk';
 import { useQuery } from '@tanstack/react-query';
 import { Link, NavLink, Navigate, Outlet, useLocation } from 'react-router';
+import { requestSignOut, UnsavedChangesGuard } from '../secrets/UnsavedChangesGuard';
 import { auth, useAuth, useUnlocked } from '../lib/auth';
 import { client } from '../lib/client';
 import { UnlockScreen } from './Unlock';
@@ -79,7 +80,7 @@ export function AppShell() {
           <button type="button" onClick={() => auth.lock()}>
             Lock
           </button>
-          <button type="button" onClick={() => void auth.signOut()}>
+          <button type="button" onClick={requestSignOut}>
             Sign out
           </button>
         </div>
@@ -87,6 +88,7 @@ export function AppShell() {
       <main id="main" tabIndex={-1}>
         <Outlet />
       </main>
+      <UnsavedChangesGuard />
     </div>
   );
 }
