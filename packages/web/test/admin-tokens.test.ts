@@ -75,6 +75,19 @@ const printenv = (credential: string, environment: string) =>
     { COFFER_TOKEN: credential },
   );
 
+/** Runs the dialog's `VAR=… coffer run … -- <command>` line with the built CLI. */
+function runLine(line: string, command: string[]) {
+  const words = line.split(' ');
+  const env: Record<string, string> = { COFFER_CA_FILE: coffer!.caFile };
+  while (/^[A-Z_]+=/.test(words[0]!)) {
+    const [name, ...value] = words.shift()!.split('=');
+    env[name!] = value.join('=');
+  }
+  assert.equal(words.shift(), 'coffer');
+  assert.equal(words.pop(), '<command>');
+  return runCli([...words, ...command], env);
+}
+
 async function watched<T>(visitor: Visitor, name: string, run: () => Promise<T>) {
   try {
     const out = await run();
@@ -119,6 +132,19 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
     await shown.getByRole('button', { name: 'Copy' }).click();
     await expect(shown.getByRole('button', { name: 'Copied' })).toBeVisible();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), credential);
+    // A ready-to-copy command: this server, the credential, its environment.
+    const line = await shown.getByLabel('Run a command with its secrets').inputValue();
+    assert.equal(
+      line,
+      `COFFER_SERVER=${coffer!.url} COFFER_TOKEN=${credential} coffer run --env staging -- <command>`,
+    );
+    await shown.getByRole('button', { name: 'Copy the command' }).click();
+    await expect(shown.getByRole('button', { name: 'Copied the command' })).toBeVisible();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), line);
+    // Pasted into a pipeline as it is (the test's server has its own CA, and <command> filled in).
+    const fromLine = await runLine(line, ['printenv', 'WEBHOOK_SECRET']);
+    assert.equal(fromLine.code, 0, fromLine.stderr);
+    assert.equal(fromLine.stdout.trim(), VALUES.staging);
     await adminPage(page, 'token-credential');
     await shown.getByRole('button', { name: 'Done' }).click();
     await expect(shown).toBeHidden();
@@ -170,6 +196,10 @@ test('a developer creates a CI token valid for 15 minutes; it lists its expiry a
     await page.waitForURL(new RegExp(`/projects/${projectId}/tokens$`));
     await expect(page.getByRole('heading', { name: 'CI tokens' })).toBeVisible();
     assert.equal(await page.getByRole('heading', { name: 'API keys' }).count(), 0);
+    // One empty state, not a count of nothing under it.
+    await expect(page.getByRole('main')).toContainText('No CI tokens yet.');
+    assert.doesNotMatch((await page.getByRole('main').textContent()) ?? '', /0 CI tokens|None yet/);
+    await adminPage(page, 'tokens-empty');
     assert.equal(await page.getByRole('button', { name: 'New API key' }).count(), 0);
 
     await page.getByRole('button', { name: 'New CI token' }).click();

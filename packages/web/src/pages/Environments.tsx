@@ -27,9 +27,11 @@ export function EnvironmentsPage() {
   const canEdit = project.role !== 'viewer';
 
   return (
-    <section className="page stack">
+    <section className="page stack" aria-labelledby="environments-title">
       <div className="page-header">
-        <h2>Environments</h2>
+        <h2 id="environments-title" className="visually-hidden">
+          Environments
+        </h2>
         {canEdit ? (
           <button type="button" className="primary" onClick={() => setEditing({ kind: 'create' })}>
             New environment

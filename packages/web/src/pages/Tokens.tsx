@@ -96,7 +96,7 @@ function TokenSection({ kind }: { kind: Kind }) {
       ) : list.isError ? (
         <ErrorNote error={list.error} onRetry={() => void list.refetch()} />
       ) : list.data.data.length === 0 ? (
-        <p className="muted">None yet.</p>
+        <p className="muted">{kind === 'api-key' ? 'No API keys yet.' : 'No CI tokens yet.'}</p>
       ) : (
         <div className="table-scroll">
           <table className="table">
@@ -169,7 +169,9 @@ function TokenSection({ kind }: { kind: Kind }) {
           </table>
         </div>
       )}
-      <Pagination info={list.data?.pagination} label={title} onPage={setPage} />
+      {list.data?.data.length ? (
+        <Pagination info={list.data.pagination} label={title} onPage={setPage} />
+      ) : null}
       {creating ? (
         <CreateTokenDialog
           kind={kind}
@@ -224,7 +226,7 @@ function CreateTokenDialog({
   const [role, setRole] = useState<Role>('developer');
   const [scopes, setScopes] = useState<Record<string, Scope | ''>>({});
   const [credential, setCredential] = useState<string | null>(null);
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<'credential' | 'command' | null>(null);
   const create = useMutation({
     mutationFn: async (input: { name: string; expiryDays: number | null; ttl: number }) => {
       const session = await keyring.vault(project.id);
@@ -274,14 +276,23 @@ function CreateTokenDialog({
             <button
               type="button"
               className="primary"
-              onClick={() => void copyText(credential).then(() => setCopied(true))}
+              onClick={() => void copyText(credential).then(() => setCopied('credential'))}
             >
-              {copied ? 'Copied' : 'Copy'}
+              {copied === 'credential' ? 'Copied' : 'Copy'}
             </button>
           </div>
-          <p className="small muted">
-            Use it as <code>COFFER_TOKEN=…</code> with <code>coffer run</code>, or with the SDK.
-          </p>
+          {kind === 'ci-token' || role !== 'viewer' ? (
+            <RunLine
+              credential={credential}
+              environments={environments.filter((e) => scopes[e.id])}
+              copied={copied === 'command'}
+              onCopy={(line) => void copyText(line).then(() => setCopied('command'))}
+            />
+          ) : (
+            <p className="small muted">
+              A viewer key lists names only; use it with the SDK or the API.
+            </p>
+          )}
           <div className="actions">
             <button type="button" onClick={onClose}>
               Done
@@ -385,5 +396,53 @@ function CreateTokenDialog({
         {noScopes ? <p className="muted small">Choose at least one environment.</p> : null}
       </form>
     </Dialog>
+  );
+}
+
+/**
+ * The command a pipeline or a container runs with the new credential: the
+ * `coffer` CLI reads it from COFFER_TOKEN and this server from COFFER_SERVER.
+ */
+function runLine(server: string, credential: string, environment: string | null): string {
+  const env = environment ? ` --env ${environment}` : '';
+  return `COFFER_SERVER=${server} COFFER_TOKEN=${credential} coffer run${env} -- <command>`;
+}
+
+function RunLine({
+  credential,
+  environments,
+  copied,
+  onCopy,
+}: {
+  credential: string;
+  environments: Environment[];
+  copied: boolean;
+  onCopy: (line: string) => void;
+}) {
+  const environment = environments[0]?.slug ?? null;
+  const line = runLine(window.location.origin, credential, environment);
+  return (
+    <div className="stack run-line">
+      <label className="field">
+        <span>Run a command with its secrets</span>
+        <textarea
+          className="mono introduction-link"
+          readOnly
+          rows={3}
+          value={line}
+          onFocus={(e) => e.currentTarget.select()}
+        />
+      </label>
+      <div className="actions start">
+        <button type="button" onClick={() => onCopy(line)}>
+          {copied ? 'Copied the command' : 'Copy the command'}
+        </button>
+      </div>
+      <p className="small muted">
+        Replace <code>&lt;command&gt;</code> with what should get the secrets as environment
+        variables{environments.length > 1 ? '; --env picks one of its environments' : ''}. The SDK
+        takes the same credential.
+      </p>
+    </div>
   );
 }
