@@ -129,8 +129,8 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
     const credential = ((await shown.getByLabel('Credential').textContent()) ?? '').trim();
     assert.match(credential, /^\S+\.\S+$/, 'an id, a dot, the key part');
     visitor.secret(credential.split('.')[1]!);
-    await shown.getByRole('button', { name: 'Copy' }).click();
-    await expect(shown.getByRole('button', { name: 'Copied' })).toBeVisible();
+    await shown.getByRole('button', { name: 'Copy', exact: true }).click();
+    await expect(shown.getByRole('button', { name: 'Copied', exact: true })).toBeVisible();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), credential);
     // A ready-to-copy command: this server, the credential, its environment.
     const line = await shown.getByLabel('Run a command with its secrets').inputValue();

@@ -132,7 +132,7 @@ test('project: rename, then delete after typing its name', (t) =>
 
 /** The colour the page is painted with, as the browser computed it. */
 const background = (page: import('playwright-core').Page) =>
-  page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
 const LIGHT = 'rgb(255, 255, 255)';
 const DARK = 'rgb(15, 18, 22)';
 

@@ -146,13 +146,26 @@ export function auditPredicate(event: AuditEvent, names: AuditNames): string {
     case 'invitation.expired':
       return `expired the invitation of ${subject()}`;
     case 'membership.signed':
-      return `signed ${subject()} into the membership chain (${str(d.kind) ?? 'statement'}${role ? `, ${role}` : ''})`;
+      switch (d.kind) {
+        case 'root':
+          return 'signed the membership chain into being, as admin';
+        case 'add':
+          return `signed in ${subject()} as ${role} in the membership chain`;
+        case 'role':
+          return `signed ${subject()} as ${role} in the membership chain`;
+        case 'remove':
+          return `signed the removal of ${subject()} in the membership chain`;
+        default:
+          return `signed a statement about ${subject()} in the membership chain`;
+      }
     case 'vault.initialized':
       return 'set up the vault';
     case 'vault.granted':
       return `granted the project key to ${subject()}`;
-    case 'vault.rekeyed':
-      return `re-keyed the vault (key epoch ${num(d.from_epoch)} → ${num(d.to_epoch)}, ${num(d.versions) ?? 0} values re-encrypted)`;
+    case 'vault.rekeyed': {
+      const values = num(d.versions) ?? 0;
+      return `re-keyed the vault (key epoch ${num(d.from_epoch)} → ${num(d.to_epoch)}, ${values} value${values === 1 ? '' : 's'} re-encrypted)`;
+    }
     case 'api_key.created':
       return `created ${token('api_key')}${role ? ` (${role})` : ''}`;
     case 'api_key.revoked':

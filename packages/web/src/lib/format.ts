@@ -19,17 +19,39 @@ export function ago(iso: string, now = Date.now()): string {
   return 'just now';
 }
 
+const pad = (n: number) => String(n).padStart(2, '0');
+
 /**
- * Date and time to the second, in the numbers the browser's own date inputs
- * show (26/11/2026, 14:03:09 in en-GB): the audit log's rows and its filters
- * read alike.
+ * Local date and time to the second as `2026-11-26 14:03:09`: the one format of
+ * the audit log, in its rows and in its filters (parseDateTime reads it back).
  */
-const numericDateTime = new Intl.DateTimeFormat(undefined, {
-  year: 'numeric',
-  month: '2-digit',
-  day: '2-digit',
-  hour: '2-digit',
-  minute: '2-digit',
-  second: '2-digit',
-});
-export const formatDateTime = (iso: string) => numericDateTime.format(new Date(iso));
+export function formatDateTime(iso: string): string {
+  const d = new Date(iso);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/**
+ * `2026-11-26`, `2026-11-26 14:03` or `2026-11-26 14:03:09` (local time) as a
+ * Date; null for anything else, or for a day that does not exist.
+ */
+export function parseDateTime(text: string): Date | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(text.trim());
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1).map((x) => Number(x ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const date = new Date(year, month - 1, day, hour, minute, second);
+  const same =
+    date.getFullYear() === year &&
+    date.getMonth() === month - 1 &&
+    date.getDate() === day &&
+    date.getHours() === hour &&
+    date.getMinutes() === minute &&
+    date.getSeconds() === second;
+  return same ? date : null;
+}

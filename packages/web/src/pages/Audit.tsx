@@ -7,17 +7,17 @@ import {
   type AuditQuery,
 } from '@coffer/sdk';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useId, useState } from 'react';
 import { AUDIT_ACTIONS, auditActor, auditPredicate, type AuditNames } from '../lib/audit';
 import { client } from '../lib/client';
-import { formatDateTime } from '../lib/format';
+import { formatDateTime, parseDateTime } from '../lib/format';
 import { useMemberDirectory } from '../lib/members';
 import { useEnvironments } from '../lib/queries';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Pagination } from '../ui/Pagination';
 import { useProjectContext } from './ProjectLayout';
 
-/** The filters as the inputs hold them: `datetime-local` values are local time without a zone. */
+/** The filters as the inputs hold them (times as typed: `2026-11-26 14:03:09`, local). */
 interface Filters {
   action: string;
   actor: string;
@@ -26,9 +26,10 @@ interface Filters {
 }
 const NO_FILTERS: Filters = { action: '', actor: '', since: '', until: '' };
 const PER_PAGE = 50;
+const TIME_FORMAT = 'YYYY-MM-DD HH:MM:SS';
 
-/** The API takes ISO 8601 UTC; an unfinished date (the input gives '') filters nothing. */
-const toIso = (local: string) => (local ? new Date(local).toISOString() : undefined);
+/** A typed time as ISO 8601 UTC for the API; '' is no bound, and a time still being typed is ignored. */
+const toIso = (typed: string) => (typed.trim() ? parseDateTime(typed)?.toISOString() : undefined);
 
 const queryOf = (filters: Filters, page: number): AuditQuery => ({
   page,
@@ -36,8 +37,8 @@ const queryOf = (filters: Filters, page: number): AuditQuery => ({
   order: 'desc',
   ...(filters.action ? { action: filters.action } : {}),
   ...(filters.actor ? { actor_id: filters.actor } : {}),
-  ...(filters.since ? { since: toIso(filters.since) } : {}),
-  ...(filters.until ? { until: toIso(filters.until) } : {}),
+  ...(toIso(filters.since) ? { since: toIso(filters.since) } : {}),
+  ...(toIso(filters.until) ? { until: toIso(filters.until) } : {}),
 });
 
 /** The names of the project's API keys and CI tokens (revoked ones too), for events tokens made. */
@@ -140,24 +141,8 @@ export function AuditPage() {
             ))}
           </select>
         </label>
-        <label>
-          From
-          <input
-            type="datetime-local"
-            step={1}
-            value={filters.since}
-            onChange={(e) => change({ since: e.target.value })}
-          />
-        </label>
-        <label>
-          Until
-          <input
-            type="datetime-local"
-            step={1}
-            value={filters.until}
-            onChange={(e) => change({ until: e.target.value })}
-          />
-        </label>
+        <TimeFilter label="From" value={filters.since} onChange={(since) => change({ since })} />
+        <TimeFilter label="Until" value={filters.until} onChange={(until) => change({ until })} />
         <button
           type="button"
           disabled={!filtered}
@@ -259,5 +244,41 @@ function AuditRow({
         </dl>
       </details>
     </li>
+  );
+}
+
+/**
+ * A time bound typed in the format the rows show; it applies once it reads as
+ * a time (a date alone is its midnight), and says so while it does not.
+ */
+function TimeFilter({
+  label,
+  value,
+  onChange,
+}: {
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  const id = useId();
+  const invalid = value.trim() !== '' && !parseDateTime(value);
+  return (
+    <label>
+      {label}
+      <input
+        className="mono time-filter"
+        value={value}
+        placeholder={TIME_FORMAT}
+        inputMode="numeric"
+        autoComplete="off"
+        spellCheck={false}
+        aria-invalid={invalid}
+        aria-describedby={`${id}-hint`}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      <span id={`${id}-hint`} className={invalid ? 'field-error small' : 'hint small'}>
+        {invalid ? `Not a time yet: ${TIME_FORMAT}` : 'Local time; the date alone is fine'}
+      </span>
+    </label>
   );
 }

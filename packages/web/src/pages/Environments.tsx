@@ -56,7 +56,7 @@ export function EnvironmentsPage() {
           ) : null}
         </div>
       ) : (
-        <table className="table">
+        <table className="table cards-narrow">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -74,9 +74,13 @@ export function EnvironmentsPage() {
             {environments.data.map((environment) => (
               <tr key={environment.id}>
                 <td>{environment.name}</td>
-                <td className="mono">{environment.slug}</td>
-                <td>{environment.secret_count}</td>
-                <td title={formatDate(environment.created_at)}>{ago(environment.created_at)}</td>
+                <td className="mono" data-label="Slug">
+                  {environment.slug}
+                </td>
+                <td data-label="Secrets">{environment.secret_count}</td>
+                <td data-label="Created" title={formatDate(environment.created_at)}>
+                  {ago(environment.created_at)}
+                </td>
                 {canEdit ? (
                   <td className="row-actions">
                     <button

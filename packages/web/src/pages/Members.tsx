@@ -188,7 +188,7 @@ export function MembersPage() {
       ) : (
         <>
           <div className="table-scroll">
-            <table className="table members-table" aria-busy={members.isFetching}>
+            <table className="table cards-narrow" aria-busy={members.isFetching}>
               <thead>
                 <tr>
                   <th scope="col">Member</th>
@@ -216,7 +216,7 @@ export function MembersPage() {
                         </div>
                         <div className="muted small">{member.user.email}</div>
                       </td>
-                      <td>
+                      <td data-label="Role">
                         {isAdmin && member.status !== 'revoked' ? (
                           <select
                             aria-label={`Role of ${member.user.email}`}
@@ -246,10 +246,10 @@ export function MembersPage() {
                           </div>
                         ) : null}
                       </td>
-                      <td>
+                      <td data-label="Status">
                         <span className={`status status-${member.status}`}>{member.status}</span>
                       </td>
-                      <td title={since ? formatDate(since) : undefined}>
+                      <td data-label="Since" title={since ? formatDate(since) : undefined}>
                         {since ? `${member.joined_at ? 'joined' : 'invited'} ${ago(since)}` : '—'}
                       </td>
                       {isAdmin && lastAdmin && member.user.id === me ? (

@@ -1,6 +1,6 @@
 import { type Project, type Role } from '@coffer/sdk';
 import { Link, NavLink, Outlet, useLocation, useOutletContext, useParams } from 'react-router';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useChain, useProject, useVaultStatus } from '../lib/queries';
 import { useTitle } from '../lib/title';
 import { RekeyDialog } from './Rekey';
@@ -28,6 +28,24 @@ export function ProjectLayout({ tabs }: { tabs: readonly ProjectTab[] }) {
   const current = location.pathname.split('/')[3] ?? '';
   // "Secrets · acme · Coffer": the tab, then the project.
   useTitle(tabs.find((tab) => tab.path === current)?.label, project.data?.name);
+  // At phone width the strip scrolls: the current tab is brought into it.
+  const strip = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const reveal = () => {
+      const nav = strip.current;
+      const active = nav?.querySelector<HTMLElement>('a.active');
+      if (!nav || !active) return;
+      const { offsetLeft, offsetWidth } = active;
+      if (
+        offsetLeft < nav.scrollLeft ||
+        offsetLeft + offsetWidth > nav.scrollLeft + nav.clientWidth
+      )
+        nav.scrollLeft = offsetLeft - (nav.clientWidth - offsetWidth) / 2;
+    };
+    reveal();
+    window.addEventListener('resize', reveal);
+    return () => window.removeEventListener('resize', reveal);
+  }, [current, project.data]);
   if (project.isPending) return <div className="page muted">Loading project…</div>;
   if (project.isError) {
     return (
@@ -43,7 +61,7 @@ export function ProjectLayout({ tabs }: { tabs: readonly ProjectTab[] }) {
       <div className="project-header">
         <h1>{p.name}</h1>
         <span className="role-tag">{p.role}</span>
-        <nav aria-label="Project" className="tabs">
+        <nav aria-label="Project" className="tabs" ref={strip}>
           {tabs
             .filter((tab) => tab.roles.includes(p.role))
             .map((tab) => (

@@ -99,7 +99,7 @@ function TokenSection({ kind }: { kind: Kind }) {
         <p className="muted">{kind === 'api-key' ? 'No API keys yet.' : 'No CI tokens yet.'}</p>
       ) : (
         <div className="table-scroll">
-          <table className="table">
+          <table className="table cards-narrow">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -124,23 +124,29 @@ function TokenSection({ kind }: { kind: Kind }) {
                       <div>{token.name || <span className="muted">(unnamed)</span>}</div>
                       <div className="muted small mono">{token.id}</div>
                     </td>
-                    {kind === 'api-key' ? <td>{(token as ApiKey).role}</td> : null}
-                    <td className="mono small">{scopeText(token.scopes, environments.data)}</td>
-                    <td title={formatDate(token.created_at)}>
+                    {kind === 'api-key' ? (
+                      <td data-label="Role">{(token as ApiKey).role}</td>
+                    ) : null}
+                    <td className="mono small" data-label="Scopes">
+                      {scopeText(token.scopes, environments.data)}
+                    </td>
+                    <td data-label="Created" title={formatDate(token.created_at)}>
                       {ago(token.created_at)}
                       <div className="muted small">
                         by {describeUser(directory.data, token.created_by)}
                       </div>
                     </td>
-                    <td>
+                    <td data-label="Expires">
                       {token.expires_at ? (
                         <span title={formatDate(token.expires_at)}>{ago(token.expires_at)}</span>
                       ) : (
                         'never'
                       )}
                     </td>
-                    <td>{token.last_used_at ? ago(token.last_used_at) : 'never'}</td>
-                    <td>
+                    <td data-label="Last used">
+                      {token.last_used_at ? ago(token.last_used_at) : 'never'}
+                    </td>
+                    <td data-label="Status">
                       {token.revoked_at
                         ? `revoked ${ago(token.revoked_at)}`
                         : expired
