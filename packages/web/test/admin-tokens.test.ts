@@ -133,7 +133,9 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
     await expect(shown.getByRole('button', { name: 'Copied', exact: true })).toBeVisible();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), credential);
     // A ready-to-copy command: this server, the credential, its environment.
-    const line = await shown.getByLabel('Run a command with its secrets').inputValue();
+    const line = (
+      (await shown.getByLabel('Run a command with its secrets').textContent()) ?? ''
+    ).trim();
     assert.equal(
       line,
       `COFFER_SERVER=${coffer!.url} COFFER_TOKEN=${credential} coffer run --env staging -- <command>`,

@@ -429,16 +429,10 @@ function RunLine({
   const line = runLine(window.location.origin, credential, environment);
   return (
     <div className="stack run-line">
-      <label className="field">
-        <span>Run a command with its secrets</span>
-        <textarea
-          className="mono introduction-link"
-          readOnly
-          rows={3}
-          value={line}
-          onFocus={(e) => e.currentTarget.select()}
-        />
-      </label>
+      <p>Run a command with its secrets:</p>
+      <output className="recovery-key mono" aria-label="Run a command with its secrets">
+        {line}
+      </output>
       <div className="actions start">
         <button type="button" onClick={() => onCopy(line)}>
           {copied ? 'Copied the command' : 'Copy the command'}
