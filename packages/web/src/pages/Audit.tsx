@@ -27,6 +27,7 @@ interface Filters {
 const NO_FILTERS: Filters = { action: '', actor: '', since: '', until: '' };
 const PER_PAGE = 50;
 const TIME_FORMAT = 'YYYY-MM-DD HH:MM:SS';
+const TIMES_HINT = 'audit-times-hint';
 
 /** A typed time as ISO 8601 UTC for the API; '' is no bound, and a time still being typed is ignored. */
 const toIso = (typed: string) => (typed.trim() ? parseDateTime(typed)?.toISOString() : undefined);
@@ -154,6 +155,9 @@ export function AuditPage() {
           Clear
         </button>
       </form>
+      <p id={TIMES_HINT} className="hint">
+        Times are local, as the rows show them ({TIME_FORMAT}); a date alone is its midnight.
+      </p>
       {events.isPending ? (
         <p className="muted">Loading events…</p>
       ) : events.isError ? (
@@ -273,12 +277,14 @@ function TimeFilter({
         autoComplete="off"
         spellCheck={false}
         aria-invalid={invalid}
-        aria-describedby={`${id}-hint`}
+        aria-describedby={invalid ? `${id}-error ${TIMES_HINT}` : TIMES_HINT}
         onChange={(e) => onChange(e.target.value)}
       />
-      <span id={`${id}-hint`} className={invalid ? 'field-error small' : 'hint small'}>
-        {invalid ? `Not a time yet: ${TIME_FORMAT}` : 'Local time; the date alone is fine'}
-      </span>
+      {invalid ? (
+        <span id={`${id}-error`} className="field-error small">
+          Not a time yet: {TIME_FORMAT}
+        </span>
+      ) : null}
     </label>
   );
 }
