@@ -18,7 +18,9 @@ export function InvitePage() {
   const state = useAuth();
   const unlocked = useUnlocked();
   const [mode, setMode] = useState<'choose' | 'signup'>('choose');
-  useTitle(state.status === 'signed-in' ? 'Your invitation' : 'Invitation');
+  // The page sets the title for what it shows (the unlock screen within it too: a
+  // parent's effect runs after its child's).
+  useTitle(state.status !== 'signed-in' ? 'Invitation' : unlocked ? 'Your invitation' : 'Unlock');
 
   if (state.status === 'loading') return <div className="center-page muted">Loading…</div>;
   if (state.status === 'signed-in' && !unlocked) return <Unlock user={state.user} />;
