@@ -14,7 +14,7 @@ import {
   startCoffer,
   type Coffer,
 } from './support/browser.js';
-import { expect } from './support/expect.js';
+import { eventually, expect } from './support/expect.js';
 import {
   addSecret,
   createProject,
@@ -181,6 +181,19 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
     assert.equal(refused.code, 1, refused.stderr);
     assert.equal(refused.stdout, '');
     assert.match(refused.stderr, /unauthenticated/);
+
+    // The audit log names the key, not its id: what it read, and who revoked it.
+    await openTab(page, 'Audit');
+    const sentences = page
+      .getByRole('list', { name: 'Audit events' })
+      .locator('summary .audit-sentence');
+    await eventually(
+      'the key named in the audit log',
+      async () => (await sentences.allTextContents()).map((s) => s.replace(/\s+/g, ' ').trim()),
+      (list) =>
+        list.includes(`${admin.name} revoked API key deploy-staging`) &&
+        list.some((s) => /^API key deploy-staging read .*staging/.test(s)),
+    );
   });
 });
 
