@@ -474,6 +474,36 @@ export function assertAccessible(t: TestContext): void {
 }
 
 /**
+ * WCAG 1.4.10 (reflow): at 375 px nothing may push the page sideways (a grid or
+ * a table may scroll inside its own box). Offenders are collected like axe's
+ * findings, named by the innermost elements that stick out.
+ */
+async function checkReflow(page: Page, name: string): Promise<void> {
+  await nextFrame(page);
+  const wide = await page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth <= width) return [];
+    const out = (el: Element) => el.getBoundingClientRect().right > width + 1;
+    return Array.from(document.querySelectorAll('body *'))
+      .filter((el) => out(el) && !Array.from(el.children).some(out))
+      .slice(0, 6)
+      .map(
+        (el) =>
+          `${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).split(' ').join('.')}` : ''}`,
+      );
+  });
+  if (wide.length === 0) return;
+  a11yChecked.push(`${name} (375 px)`);
+  a11yFindings.push({
+    page: `${name} (375 px)`,
+    id: 'reflow',
+    impact: 'serious',
+    help: 'Content wider than 375 px scrolls the whole page sideways (WCAG 1.4.10)',
+    targets: wide,
+  });
+}
+
+/**
  * The page at 1280×800 and at 375×740, each in the light and the dark scheme,
  * into `.coffer-test/screenshots/` as `<name>.png`, `<name>-375.png`,
  * `<name>-dark.png` and `<name>-375-dark.png`. With COFFER_UPDATE_SCREENSHOTS=1
@@ -500,6 +530,7 @@ export async function screenshots(
       ['-375', PHONE],
     ] as const) {
       await page.setViewportSize(size);
+      if (size === PHONE && !name.startsWith('failed-')) await checkReflow(page, name);
       await inEachScheme(page, async (scheme) => {
         const shot = await page.screenshot({ animations: 'disabled', caret: 'hide' });
         const file = `${name}${suffix}${scheme === 'dark' ? '-dark' : ''}.png`;
