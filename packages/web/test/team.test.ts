@@ -207,6 +207,11 @@ test('invitation: e-mail link, sign-up with the token, accept, wait for the key,
     await expect(card).toContainText('developer');
     await mainPage(page, 'invitation');
     await card.getByRole('button', { name: 'Accept' }).click();
+    // Accepted, the page is one of the app's: its header leads on.
+    await expect(page.getByRole('link', { name: 'Open Payments' })).toBeVisible();
+    await expect(page.getByRole('banner').getByRole('navigation', { name: 'Main' })).toBeVisible();
+    assert.equal(await page.title(), 'Your invitation · Coffer');
+    await mainPage(page, 'invitation-accepted');
     await page.getByRole('link', { name: 'Open Payments' }).click();
     await page.waitForURL(new RegExp(`/projects/${projectId}$`));
 

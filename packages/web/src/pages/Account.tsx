@@ -17,6 +17,7 @@ import { keyring } from '../lib/keyring';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
+import { useTitle } from '../lib/title';
 
 const allSessions = (): Promise<Session[]> =>
   allPages((page) =>
@@ -25,6 +26,7 @@ const allSessions = (): Promise<Session[]> =>
 
 /** My account: who I am, my key fingerprint, sessions, password, auto-lock. */
 export function AccountPage() {
+  useTitle('Account');
   const state = useAuth();
   const user = state.status === 'signed-in' ? state.user : null;
   const keys = keyring.publicKeys();

@@ -133,7 +133,9 @@ export function membersService(ctx: Deps) {
           else if (existing.status !== 'revoked') {
             throw new AppError(
               'already_member',
-              `${email} is already a member of this project (${existing.status})`,
+              existing.status === 'pending'
+                ? `${email} is already invited (pending)`
+                : `${email} is already a member of this project (${existing.status})`,
               [{ field: 'email', issue: 'already_member' }],
             );
           }
