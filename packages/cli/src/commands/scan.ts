@@ -16,7 +16,7 @@ import {
   type ScanSummary,
 } from '../scan/report.js';
 import { looksBinary, SecretScanner, type Hit } from '../scan/scanner.js';
-import { scanStaged } from '../scan/staged.js';
+import { scanStaged, stagedDiff } from '../scan/staged.js';
 import { loadScanValues, type ScanValues } from '../scan/values.js';
 
 /** The version of packages/cli/package.json, put in by the build. */
@@ -179,6 +179,9 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
       ? readBaseline(options.baseline)
       : new Set<string>();
 
+  // The hook's diff is read while the values are fetched.
+  const diff = mode === 'staged' ? stagedDiff(process.cwd()) : null;
+  diff?.catch(() => undefined); // awaited by scanStaged; never an unhandled rejection
   const ctx = new Context(values);
   const loaded = await loadScanValues(ctx, options.envs, options.minLength, baselineKey);
   let scanner: SecretScanner | null = null;
@@ -187,7 +190,7 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
     forgetValues(loaded);
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
-    const result = await scanTarget(scanner, options);
+    const result = await scanTarget(scanner, options, diff);
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
 
@@ -246,7 +249,11 @@ interface TargetResult {
   skippedBinary: number;
 }
 
-async function scanTarget(scanner: SecretScanner, options: ScanOptions): Promise<TargetResult> {
+async function scanTarget(
+  scanner: SecretScanner,
+  options: ScanOptions,
+  diff: Promise<Buffer> | null,
+): Promise<TargetResult> {
   switch (options.mode) {
     case 'stdin': {
       const { hits, bytes } = await scanner.scanStream(process.stdin);
@@ -258,7 +265,7 @@ async function scanTarget(scanner: SecretScanner, options: ScanOptions): Promise
       };
     }
     case 'staged': {
-      const { hits, files, bytes } = await scanStaged(process.cwd(), scanner);
+      const { hits, files, bytes } = await scanStaged(diff!, scanner);
       return { hits, scanned: files, bytes, skippedBinary: 0 };
     }
     case 'git': {
