@@ -1,4 +1,4 @@
-import { closeSync, createReadStream, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { list, PROJECT_OPTION, str, type Command, type Values } from '../cli/command.js';
 import { CliError, describeError, UsageError } from '../cli/errors.js';
 import { note, printJson } from '../cli/output.js';
@@ -16,7 +16,7 @@ import {
   type ScanSummary,
 } from '../scan/report.js';
 import { looksBinary, SecretScanner, type Hit } from '../scan/scanner.js';
-import { scanStaged } from '../scan/staged.js';
+import { scanStaged, stagedDiff } from '../scan/staged.js';
 import { loadScanValues, type ScanValues } from '../scan/values.js';
 
 /** The version of packages/cli/package.json, put in by the build. */
@@ -179,6 +179,9 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
       ? readBaseline(options.baseline)
       : new Set<string>();
 
+  // The hook's diff is read while the values are fetched.
+  const diff = mode === 'staged' ? stagedDiff(process.cwd()) : null;
+  diff?.catch(() => undefined); // awaited by scanStaged; never an unhandled rejection
   const ctx = new Context(values);
   const loaded = await loadScanValues(ctx, options.envs, options.minLength, baselineKey);
   let scanner: SecretScanner | null = null;
@@ -187,7 +190,7 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
     forgetValues(loaded);
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
-    const result = await scanTarget(scanner, options);
+    const result = await scanTarget(scanner, options, diff);
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
 
@@ -246,7 +249,11 @@ interface TargetResult {
   skippedBinary: number;
 }
 
-async function scanTarget(scanner: SecretScanner, options: ScanOptions): Promise<TargetResult> {
+async function scanTarget(
+  scanner: SecretScanner,
+  options: ScanOptions,
+  diff: Promise<Buffer> | null,
+): Promise<TargetResult> {
   switch (options.mode) {
     case 'stdin': {
       const { hits, bytes } = await scanner.scanStream(process.stdin);
@@ -258,7 +265,7 @@ async function scanTarget(scanner: SecretScanner, options: ScanOptions): Promise
       };
     }
     case 'staged': {
-      const { hits, files, bytes } = await scanStaged(process.cwd(), scanner);
+      const { hits, files, bytes } = await scanStaged(diff!, scanner);
       return { hits, scanned: files, bytes, skippedBinary: 0 };
     }
     case 'git': {
@@ -288,43 +295,78 @@ async function scanFiles(scanner: SecretScanner, options: ScanOptions): Promise<
   const hits: Located[] = [];
   let bytes = 0;
   let skippedBinary = 0;
-  for (const file of files) {
-    let size: number;
-    try {
-      size = statSync(file.absolute).size;
-    } catch {
-      continue; // removed since it was listed
+  const reader = new WholeFileReader();
+  try {
+    for (const file of files) {
+      let found: Hit[];
+      const content = reader.read(file.absolute, file.display);
+      if (content === null) continue; // removed since it was listed
+      if (content === 'too large') {
+        const probe = readProbe(file.absolute);
+        if (!options.binary && looksBinary(probe)) {
+          skippedBinary++;
+          continue;
+        }
+        const streamed = await scanner.scanStream(createReadStream(file.absolute));
+        found = streamed.hits;
+        bytes += streamed.bytes;
+      } else {
+        const binary = !options.binary && looksBinary(content);
+        if (!binary) {
+          bytes += content.length;
+          found = scanner.scanBuffer(content);
+        } else found = [];
+        content.fill(0);
+        if (binary) {
+          skippedBinary++;
+          continue;
+        }
+      }
+      for (const hit of found) hits.push({ ...hit, path: file.display });
     }
-    let found: Hit[];
-    if (size > WHOLE_FILE_LIMIT) {
-      const probe = readProbe(file.absolute);
-      if (!options.binary && looksBinary(probe)) {
-        skippedBinary++;
-        continue;
-      }
-      const streamed = await scanner.scanStream(createReadStream(file.absolute));
-      found = streamed.hits;
-      bytes += streamed.bytes;
-    } else {
-      let content: Buffer;
-      try {
-        content = readFileSync(file.absolute);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'EISDIR') continue;
-        throw new CliError('unreadable', `cannot read ${file.display}: ${(err as Error).message}`);
-      }
-      if (!options.binary && looksBinary(content)) {
-        skippedBinary++;
-        continue;
-      }
-      bytes += content.length;
-      found = scanner.scanBuffer(content);
-      content.fill(0);
-    }
-    for (const hit of found) hits.push({ ...hit, path: file.display });
+  } finally {
+    reader.wipe();
   }
   return { hits, scanned: files.length - skippedBinary, bytes, skippedBinary };
+}
+
+/**
+ * Reads whole files into one buffer kept from file to file: no allocation per
+ * file, and one place to zero. `read` returns a view valid until the next call.
+ */
+class WholeFileReader {
+  private buffer = Buffer.allocUnsafe(1 << 20);
+
+  read(path: string, display: string): Buffer | 'too large' | null {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new CliError('unreadable', `cannot read ${display}: ${(err as Error).message}`);
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size > WHOLE_FILE_LIMIT) return 'too large';
+      if (size > this.buffer.length) {
+        this.buffer.fill(0);
+        this.buffer = Buffer.allocUnsafe(Math.max(size, this.buffer.length * 2));
+      }
+      let n = 0;
+      for (let got = -1; n < size && got !== 0; n += got)
+        got = readSync(fd, this.buffer, n, size - n, n);
+      return this.buffer.subarray(0, n);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EISDIR') return null;
+      throw new CliError('unreadable', `cannot read ${display}: ${(err as Error).message}`);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  wipe(): void {
+    this.buffer.fill(0);
+  }
 }
 
 function readProbe(file: string): Buffer {

@@ -9,16 +9,8 @@ export interface StagedHit extends Hit {
   path: string;
 }
 
-/**
- * The pre-commit hook's fast path: only the lines the staged changes add
- * (`git diff --cached -U0`), not the tree. Each file's added lines are scanned
- * together, so a value split over consecutive added lines is found too; the
- * line numbers are those of the staged file.
- */
-export async function scanStaged(
-  repo: string,
-  scanner: SecretScanner,
-): Promise<{ hits: StagedHit[]; files: number; bytes: number }> {
+/** The staged changes as a diff with no context (started before the values are loaded). */
+export async function stagedDiff(repo: string): Promise<Buffer> {
   let stdout: Buffer;
   try {
     ({ stdout } = await run(
@@ -41,6 +33,20 @@ export async function scanStaged(
   } catch (err) {
     throw new CliError('git_failed', `git diff --cached failed: ${(err as Error).message}`);
   }
+  return stdout;
+}
+
+/**
+ * The pre-commit hook's fast path: only the lines the staged changes add
+ * (`git diff --cached -U0`), not the tree. Each file's added lines are scanned
+ * together, so a value split over consecutive added lines is found too; the
+ * line numbers are those of the staged file.
+ */
+export async function scanStaged(
+  diff: Promise<Buffer>,
+  scanner: SecretScanner,
+): Promise<{ hits: StagedHit[]; files: number; bytes: number }> {
+  const stdout = await diff;
   const hits: StagedHit[] = [];
   let files = 0;
   let bytes = 0;

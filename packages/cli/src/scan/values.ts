@@ -53,10 +53,21 @@ export async function loadScanValues(
   const started = ready();
   const client = await ctx.client();
   const projectId = await currentProjectId(ctx, client);
+  // The grant and the environments' listing travel together.
+  const listing = allEnvironments(client, projectId).then(
+    (envs) => envs.map((e) => ({ id: e.id, slug: e.slug })),
+    () => null, // a token may not list environments: it knows the ids of its grants
+  );
   const vault = await openProjectVault(ctx, client, projectId);
   await started;
   try {
-    const environments = await readableEnvironments(client, vault, projectId, envRefs);
+    const environments = await readableEnvironments(
+      client,
+      vault,
+      projectId,
+      envRefs,
+      await listing,
+    );
     const result: ScanValues = {
       projectId,
       secrets: [],
@@ -139,17 +150,12 @@ async function readableEnvironments(
   vault: VaultSession,
   projectId: string,
   envRefs: string[],
+  listing: { id: string; slug: string }[] | null,
 ): Promise<{ id: string; slug: string }[]> {
   const grants = vault.status.grants;
   const all = grants.some((g) => g.kind === 'project_key');
   const granted = new Set(grants.map((g) => g.environment_id).filter((id): id is string => !!id));
-  let listed: { id: string; slug: string }[] = [];
-  try {
-    listed = (await allEnvironments(client, projectId)).map((e) => ({ id: e.id, slug: e.slug }));
-  } catch {
-    // A token may not list environments: it still knows the ids of its grants.
-    listed = [...granted].map((id) => ({ id, slug: id }));
-  }
+  const listed = listing ?? [...granted].map((id) => ({ id, slug: id }));
   const canRead = (id: string) => all || granted.has(id);
   if (envRefs.length > 0) {
     const chosen: { id: string; slug: string }[] = [];
