@@ -8,6 +8,7 @@ import type { Infra } from './infra.js';
 import { AuditBuffer } from './domains/audit/audit.js';
 import { auditService } from './domains/audit/audit.service.js';
 import { environmentsService } from './domains/environments/environments.service.js';
+import { eventsService } from './domains/events/events.service.js';
 import { FeedHub } from './domains/events/hub.js';
 import { ChangeNotifier } from './domains/events/notifier.js';
 import {
@@ -114,6 +115,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     tokens,
     keyTrust: keyTrustService({ ...infra, identity, vault }),
     membershipChain: membershipChainService({ ...infra, identity }),
+    events: eventsService({ ...infra, hub: feedHub }),
   };
 
   return {

@@ -94,3 +94,29 @@ export async function userNames(db: Kysely<Database>, ids: readonly string[]) {
   if (ids.length === 0) return [];
   return db.selectFrom('users').select(['id', 'name']).where('id', 'in', ids).execute();
 }
+
+/**
+ * Whether a stream's credential still holds, and until when: a session that
+ * still exists, a token not revoked. `expires_at` null: no expiry (API keys
+ * without one).
+ */
+export async function credentialState(
+  db: Kysely<Database>,
+  kind: 'session' | 'api_key' | 'ci_token',
+  id: string,
+): Promise<{ live: boolean; expiresAt: string | null }> {
+  if (kind === 'session') {
+    const row = await db
+      .selectFrom('sessions')
+      .select('expires_at')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return { live: row !== undefined, expiresAt: row?.expires_at ?? null };
+  }
+  const row = await db
+    .selectFrom(kind === 'api_key' ? 'api_keys' : 'ci_tokens')
+    .select(['expires_at', 'revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return { live: row !== undefined && row.revoked_at === null, expiresAt: row?.expires_at ?? null };
+}

@@ -404,17 +404,20 @@ export function visibleTo(event: FeedEvent, viewer: FeedViewer): FeedEvent | nul
   return event;
 }
 
-/** Events that are not history but about the stream itself (never stored, no `id`). */
+/** Events that are not history but about the stream itself (never stored, never replayed). */
 export type StreamNotice =
+  /** The stream is open and live after any replay; it continues from `last_id`. */
+  | { type: 'ready'; last_id: number }
   /** The requested id is older than the log keeps (or unknown): read everything again. */
   | { type: 'reset'; reason: 'too_old' | 'unknown_id'; last_id: number }
-  /** The stream ends; `reconnect` says whether a new one may succeed. */
+  /** The stream ends; `reconnect` says whether a new one with the same credential may succeed. */
   | {
       type: 'end';
       reason:
         | 'credential_revoked'
         | 'credential_expired'
         | 'access_lost'
+        | 'access_changed'
         | 'project_deleted'
         | 'shutdown';
       reconnect: boolean;
