@@ -8,12 +8,12 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startPublicServer } from '../../server/test/foundation/server-process.js';
 import { ok } from './support/flow.js';
 import {
   buildOnce,
   pipelineEnv,
   runCli,
+  startAgain,
   startServer,
   tempDir,
   userEnv,
@@ -48,6 +48,18 @@ const alive = (pid: number) => {
     return false;
   }
 };
+
+/** Runs `coffer ARGS` in `dir` with the token, collecting its output as it comes. */
+async function watching(args: string[], env: Record<string, string>, dir: string) {
+  let child: ChildProcess | null = null;
+  const result = runCli(args, { env, cwd: dir }, (c) => (child = c));
+  const out = { stdout: '', stderr: '', child: null as unknown as ChildProcess, result };
+  await until('the CLI to spawn', () => child !== null);
+  out.child = child!;
+  child!.stdout!.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child!.stderr!.on('data', (d: Buffer) => (out.stderr += d.toString()));
+  return out;
+}
 
 describe('coffer --watch against a real server', () => {
   let server: TestServer;
@@ -91,8 +103,7 @@ describe('coffer --watch against a real server', () => {
   test('run --watch restarts the child with a value someone else changed, keeps it running through an outage, and exits with its code', async () => {
     const dir = tempDir('watch-child');
     writeFileSync(join(dir, 'child.js'), CHILD);
-    let child: ChildProcess | null = null;
-    const result = runCli(
+    const run = await watching(
       [
         'run',
         '--watch',
@@ -104,16 +115,13 @@ describe('coffer --watch against a real server', () => {
         process.execPath,
         'child.js',
       ],
-      { env: pipelineEnv(server, token), cwd: dir },
-      (c) => (child = c),
+      pipelineEnv(server, token),
+      dir,
     );
-    let stdout = '';
-    let stderr = '';
-    await until('the CLI to spawn', () => child !== null);
-    child!.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child!.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const starts = () =>
-      [...stdout.matchAll(/start FOO=(\S+) pid=(\d+)/g)].map((m) => [m[1]!, Number(m[2])] as const);
+      [...run.stdout.matchAll(/start FOO=(\S+) pid=(\d+)/g)].map(
+        (m) => [m[1]!, Number(m[2])] as const,
+      );
 
     await until('the first start', () => starts().length === 1);
     assert.equal(starts()[0]![0], 'one');
@@ -121,48 +129,38 @@ describe('coffer --watch against a real server', () => {
 
     // Someone else (the admin, with their own session) changes it.
     ok(await as(['secrets', 'set', 'FOO', 'two']), 'set FOO=two');
-    await until(`a restart with FOO=two (stderr: ${stderr})`, () => starts().length === 2);
+    await until(`a restart with FOO=two (run.stderr: ${run.stderr})`, () => starts().length === 2);
     assert.equal(starts()[1]![0], 'two');
-    assert.match(stdout, new RegExp(`stopping pid=${firstPid}`), 'the old child got SIGTERM');
+    assert.match(run.stdout, new RegExp(`stopping pid=${firstPid}`), 'the old child got SIGTERM');
     assert.ok(!alive(firstPid));
-    assert.match(stderr, /FOO changed in production \(by Ada\)/);
+    assert.match(run.stderr, /FOO changed in production \(by Ada\)/);
     const secondPid = starts()[1]![1];
 
     // The server goes away: the child keeps running on the last good values.
     await server.stop();
-    await until('the CLI to notice', () => /lost the server/.test(stderr));
+    await until('the CLI to notice', () => /lost the server/.test(run.stderr));
     await new Promise((resolve) => setTimeout(resolve, 3000));
     assert.ok(alive(secondPid), 'the child runs through the outage');
     assert.equal(starts().length, 2);
 
     // Back on the same address: the CLI reconnects and follows changes again.
-    const port = new URL(server.url).port;
-    const restarted = await startPublicServer(server.dataDir, {
-      EVENTS_HEARTBEAT_MS: '1000',
-      PORT: port,
-      PUBLIC_URL: server.url,
-    });
+    const restarted = await startAgain(server, { EVENTS_HEARTBEAT_MS: '1000' });
     try {
-      await until('the reconnection', () => /reconnected/.test(stderr), 60_000);
+      await until('the reconnection', () => /reconnected/.test(run.stderr), 60_000);
       ok(await as(['secrets', 'set', 'FOO', 'three']), 'set FOO=three');
       await until('a restart with FOO=three', () => starts().length === 3);
       assert.equal(starts()[2]![0], 'three');
 
       // The child exits on its own (with 7): coffer exits with that code.
       ok(await as(['secrets', 'set', 'FOO', 'exit7']), 'set FOO=exit7');
-      const done = await result;
+      const done = await run.result;
       assert.equal(done.code, 7, done.stderr);
       assert.equal(starts().at(-1)![0], 'exit7');
     } finally {
-      restarted.child.kill('SIGTERM');
-      await new Promise((resolve) => restarted.child.once('exit', resolve));
+      restarted.kill('SIGTERM');
+      await new Promise((resolve) => restarted.once('exit', resolve));
       // The other tests go on with a server at the same address.
-      const again = await startPublicServer(server.dataDir, {
-        EVENTS_HEARTBEAT_MS: '1000',
-        PORT: port,
-        PUBLIC_URL: server.url,
-      });
-      extra.push(again.child);
+      extra.push(await startAgain(server, { EVENTS_HEARTBEAT_MS: '1000' }));
     }
   });
 
@@ -170,8 +168,7 @@ describe('coffer --watch against a real server', () => {
     const dir = tempDir('watch-hup');
     writeFileSync(join(dir, 'child.js'), CHILD);
     ok(await as(['secrets', 'set', 'FOO', 'steady']), 'set FOO=steady');
-    let child: ChildProcess | null = null;
-    const result = runCli(
+    const run = await watching(
       [
         'run',
         '--watch',
@@ -183,19 +180,16 @@ describe('coffer --watch against a real server', () => {
         process.execPath,
         'child.js',
       ],
-      { env: pipelineEnv(server, token), cwd: dir },
-      (c) => (child = c),
+      pipelineEnv(server, token),
+      dir,
     );
-    let stdout = '';
-    await until('the CLI to spawn', () => child !== null);
-    child!.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    await until('the start', () => /start FOO=steady pid=(\d+)/.exec(stdout));
-    const pid = Number(/start FOO=steady pid=(\d+)/.exec(stdout)![1]);
+    await until('the start', () => /start FOO=steady pid=(\d+)/.exec(run.stdout));
+    const pid = Number(/start FOO=steady pid=(\d+)/.exec(run.stdout)![1]);
     ok(await as(['secrets', 'set', 'OTHER', 'x']), 'another change');
-    await until('the HUP', () => stdout.includes(`hup pid=${pid}`));
-    assert.equal([...stdout.matchAll(/start FOO/g)].length, 1, 'not restarted');
-    child!.kill('SIGTERM'); // passed on to the child, which exits 0
-    assert.equal((await result).code, 0);
+    await until('the HUP', () => run.stdout.includes(`hup pid=${pid}`));
+    assert.equal([...run.stdout.matchAll(/start FOO/g)].length, 1, 'not restarted');
+    run.child.kill('SIGTERM'); // passed on to the child, which exits 0
+    assert.equal((await run.result).code, 0);
   });
 
   test('secrets export --watch keeps a file current, rewritten atomically (0600, rename), with --on-change', async () => {
@@ -203,8 +197,7 @@ describe('coffer --watch against a real server', () => {
     const file = join(dir, 'app.json');
     const marker = join(dir, 'changed');
     ok(await as(['secrets', 'set', 'BIG', 'a'.repeat(100)]), 'set BIG');
-    let child: ChildProcess | null = null;
-    const result = runCli(
+    const run = await watching(
       [
         'secrets',
         'export',
@@ -218,10 +211,9 @@ describe('coffer --watch against a real server', () => {
         '--on-change',
         `echo changed >> ${marker}`,
       ],
-      { env: pipelineEnv(server, token), cwd: dir },
-      (c) => (child = c),
+      pipelineEnv(server, token),
+      dir,
     );
-    await until('the CLI to spawn', () => child !== null);
     const read = () => JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
     await until('the file', () => existsSync(file) && read().BIG === 'a'.repeat(100));
     assert.equal(statSync(file).mode & 0o777, 0o600);
@@ -259,7 +251,7 @@ describe('coffer --watch against a real server', () => {
       'no temporary file left',
     );
     await until('the --on-change hook', () => existsSync(marker));
-    child!.kill('SIGTERM');
-    assert.equal((await result).code, 0);
+    run.child.kill('SIGTERM');
+    assert.equal((await run.result).code, 0);
   });
 });

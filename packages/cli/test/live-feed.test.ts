@@ -18,6 +18,7 @@ import {
   buildOnce,
   createPostgresDatabase,
   runCli,
+  startAgain,
   startServer,
   tempDir,
   userEnv,
@@ -76,19 +77,33 @@ async function apiKey(
   return ok(await as(args), `api-keys create ${name}`).stdout.trim();
 }
 
-describe('the change feed on one server (SQLite)', () => {
-  let server: TestServer;
-  let ca: string;
-  let admin: Awaited<ReturnType<typeof adminOn>>;
+/** A server of the suite's own (heartbeats every second) with an admin and a project on it. */
+function serverWithProject(project: string) {
+  const it = {} as { server: TestServer; ca: string; admin: Awaited<ReturnType<typeof adminOn>> };
   before(async () => {
     buildOnce();
-    server = await startServer({ EVENTS_HEARTBEAT_MS: '1000' });
-    ca = readFileSync(server.caFile, 'utf8');
-    admin = await adminOn(server, 'Feed');
+    it.server = await startServer({ EVENTS_HEARTBEAT_MS: '1000' });
+    it.ca = readFileSync(it.server.caFile, 'utf8');
+    it.admin = await adminOn(it.server, project);
   });
-  after(async () => server?.cleanup());
+  after(async () => it.server?.cleanup());
+  return it;
+}
+
+/** Revokes the API key named `name` with the admin's `coffer api-keys revoke`. */
+async function revokeKey(as: (args: string[]) => ReturnType<typeof runCli>, name: string) {
+  const keys = JSON.parse(ok(await as(['api-keys', 'list', '--json']), 'list').stdout) as {
+    id: string;
+    name: string;
+  }[];
+  ok(await as(['api-keys', 'revoke', keys.find((k) => k.name === name)!.id]), `revoke ${name}`);
+}
+
+describe('the change feed on one server (SQLite)', () => {
+  const it = serverWithProject('Feed');
 
   test('every event kind arrives in order, and none carries a value or a ciphertext', async () => {
+    const { server, ca, admin } = it;
     const { as, projectId } = admin;
     const key = await apiKey(as, 'reader', 'developer', ['production:read']);
     // The admin's own session sees every environment, new ones included.
@@ -129,13 +144,8 @@ describe('the change feed on one server (SQLite)', () => {
     ok(await as(['members', 'set-role', 'bob@example.test', 'viewer']), 'set-role');
     ok(await as(['members', 'remove', 'bob@example.test']), 'remove');
     ok(await as(['vault', 'rekey']), 'rekey');
-    const other = await apiKey(as, 'short-lived', 'developer', ['staging:read']);
-    const keys = JSON.parse(ok(await as(['api-keys', 'list', '--json']), 'list').stdout) as {
-      id: string;
-      name: string;
-    }[];
-    ok(await as(['api-keys', 'revoke', keys.find((k) => k.name === 'short-lived')!.id]), 'revoke');
-    void other;
+    await apiKey(as, 'short-lived', 'developer', ['staging:read']);
+    await revokeKey(as, 'short-lived');
     ok(await as(['projects', 'delete', projectId, '--yes']), 'projects delete');
 
     const end = await stream.waitFor((f) => f.event === 'end', 20_000, 'end');
@@ -201,18 +211,10 @@ describe('the change feed on one server (SQLite)', () => {
 });
 
 describe('the change feed: scopes, revocation, resuming across a restart (SQLite)', () => {
-  let server: TestServer;
-  let ca: string;
-  let admin: Awaited<ReturnType<typeof adminOn>>;
-  before(async () => {
-    buildOnce();
-    server = await startServer({ EVENTS_HEARTBEAT_MS: '1000' });
-    ca = readFileSync(server.caFile, 'utf8');
-    admin = await adminOn(server, 'Scopes');
-  });
-  after(async () => server?.cleanup());
+  const it = serverWithProject('Scopes');
 
   test('a token never receives an event of an environment outside its scopes', async () => {
+    const { server, ca, admin } = it;
     const { as, projectId } = admin;
     const stagingOnly = await apiKey(as, 'staging-only', 'developer', ['staging:read']);
     const stream = await openStream(server.url, ca, `/v1/projects/${projectId}/events`, {
@@ -255,17 +257,14 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
   });
 
   test('a revoked token’s stream ends, saying why', async () => {
+    const { server, ca, admin } = it;
     const { as, projectId } = admin;
     const key = await apiKey(as, 'to-revoke', 'developer', ['staging:read']);
     const stream = await openStream(server.url, ca, `/v1/projects/${projectId}/events`, {
       ...auth(key),
     });
     await stream.waitFor((f) => f.event === 'ready');
-    const keys = JSON.parse(ok(await as(['api-keys', 'list', '--json']), 'list').stdout) as {
-      id: string;
-      name: string;
-    }[];
-    ok(await as(['api-keys', 'revoke', keys.find((k) => k.name === 'to-revoke')!.id]), 'revoke');
+    await revokeKey(as, 'to-revoke');
     const end = await stream.waitFor((f) => f.event === 'end');
     assert.deepEqual(end.data, { type: 'end', reason: 'credential_revoked', reconnect: false });
     await stream.closed;
@@ -281,6 +280,7 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
   });
 
   test('limits: a credential’s streams beyond EVENTS_MAX_STREAMS_PER_CREDENTIAL get a Form A 429', async () => {
+    const { server, ca, admin } = it;
     const { as, projectId } = admin;
     const key = await apiKey(as, 'many', 'developer', ['staging:read']);
     const open: OpenStream[] = [];
@@ -308,6 +308,7 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
   });
 
   test('a watcher killed and resumed with Last-Event-ID misses nothing across a server restart', async () => {
+    const { server, ca, admin } = it;
     const { as, projectId } = admin;
     const key = await apiKey(as, 'resumer', 'developer', ['staging:read']);
     const first = await openStream(server.url, ca, `/v1/projects/${projectId}/events`, auth(key));
@@ -319,13 +320,7 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
     ok(await as(['secrets', 'set', 'R2', 'two', '--env', 'staging']), 'R2 while away');
     // The server restarts (same data), and another change is made.
     await server.stop();
-    // Same port and URL (the user's login is bound to it), same data.
-    const port = new URL(server.url).port;
-    const restarted = await startPublicServer(server.dataDir, {
-      EVENTS_HEARTBEAT_MS: '1000',
-      PORT: port,
-      PUBLIC_URL: server.url,
-    });
+    const restarted = await startAgain(server, { EVENTS_HEARTBEAT_MS: '1000' });
     try {
       ok(await as(['secrets', 'set', 'R3', 'three', '--env', 'staging']), 'R3 after restart');
       ok(await as(['secrets', 'set', 'R1', 'one again', '--env', 'staging']), 'R1 again');
@@ -351,8 +346,8 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
       resumed.close();
       reset.close();
     } finally {
-      restarted.child.kill('SIGTERM');
-      await new Promise((resolve) => restarted.child.once('exit', resolve));
+      restarted.kill('SIGTERM');
+      await new Promise((resolve) => restarted.once('exit', resolve));
     }
   });
 });

@@ -196,14 +196,7 @@ export class CofferClient {
       );
     }
     if (response.ok) return response;
-    const text = await response.text().catch(() => '');
-    let parsed: unknown = undefined;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    throw errorFromResponse(response, parsed);
+    throw errorFromResponse(response, await jsonBody(response));
   }
 
   private url(path: string, query: RequestOptions['query']): string {
@@ -298,16 +291,20 @@ export class CofferClient {
         await response.body?.cancel().catch(() => undefined);
         if (response.ok) return undefined;
       }
-      const text = await response.text().catch(() => '');
-      let parsed: unknown = undefined;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
+      const parsed = await jsonBody(response);
       if (response.ok) return parsed;
       throw errorFromResponse(response, parsed);
     }
+  }
+}
+
+/** The response's body as JSON; undefined when empty or not JSON. */
+async function jsonBody(response: Response): Promise<unknown> {
+  const text = await response.text().catch(() => '');
+  try {
+    return text ? (JSON.parse(text) as unknown) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

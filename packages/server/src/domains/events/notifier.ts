@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { listenOnChannel, type ChannelListener } from '../../redis-channel.js';
 
 /** Called when a project's audit log may hold new events (`null`: some project, unknown which). */
 export type ChangeListener = (projectId: string | null) => void;
@@ -17,7 +18,7 @@ interface NotifierOptions {
  * notification carries no event, only the project's id, so a lost or doubled
  * one costs a read, never a wrong event. Called after the write commits (the
  * app does it once a mutating request has been answered; see
- * `events.routes.ts`), here in-process and, with Redis, on every other
+ * `after-write.ts`), here in-process and, with Redis, on every other
  * instance through pub/sub. Without Redis (SQLite, one instance) it is
  * in-process only; the feed's poll (`EVENTS_POLL_MS`) bounds how late a change
  * made elsewhere (or by the server's own sweeps) is seen.
@@ -27,33 +28,22 @@ export class ChangeNotifier {
   private readonly instanceId = randomBytes(9).toString('base64url');
   private readonly channel: string;
   private readonly publisher: Redis | null;
-  private readonly subscriber: Redis | null;
-  private readonly subscribed: Promise<void>;
+  private readonly subscriber: ChannelListener | null;
   private readonly onError: (err: unknown) => void;
 
   constructor(options: NotifierOptions = {}) {
     this.channel = options.channel ?? 'coffer:events';
     this.onError = options.onError ?? (() => undefined);
     this.publisher = options.redis ?? null;
-    this.subscriber =
-      this.publisher?.duplicate({ lazyConnect: false, enableOfflineQueue: true }) ?? null;
-    this.subscribed = Promise.resolve();
-    if (this.subscriber) {
-      this.subscriber.on('message', (channel: string, message: string) => {
-        if (channel === this.channel) this.receive(message);
-      });
-      // The shared client logs connection errors; a missed message is caught by the poll.
-      this.subscriber.on('error', () => undefined);
-      this.subscribed = this.subscriber.subscribe(this.channel).then(
-        () => undefined,
-        (err: unknown) => this.onError(err),
-      );
-    }
+    // A missed message is caught by the hub's poll.
+    this.subscriber = this.publisher
+      ? listenOnChannel(this.publisher, this.channel, (m) => this.receive(m), this.onError)
+      : null;
   }
 
   /** Resolves once this instance listens to the others (or failed to). */
   ready(): Promise<void> {
-    return this.subscribed;
+    return this.subscriber?.subscribed ?? Promise.resolve();
   }
 
   subscribe(listener: ChangeListener): () => void {
@@ -92,6 +82,6 @@ export class ChangeNotifier {
 
   async close(): Promise<void> {
     this.listeners.clear();
-    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
+    await this.subscriber?.close();
   }
 }
