@@ -318,8 +318,15 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
     first.close(); // the watcher is killed
 
     ok(await as(['secrets', 'set', 'R2', 'two', '--env', 'staging']), 'R2 while away');
-    // The server restarts (same data), and another change is made.
+    // The server restarts (same data), and another change is made. A stream
+    // open meanwhile is ended by the shutdown with a reconnect hint.
+    const open = await openStream(server.url, ca, `/v1/projects/${projectId}/events`, auth(key));
+    await open.waitFor((f) => f.event === 'ready');
     await server.stop();
+    await open.closed;
+    const ended = open.frames.at(-1)!;
+    assert.deepEqual(ended.data, { type: 'end', reason: 'shutdown', reconnect: true });
+    assert.match(ended.raw, /^retry: \d+\n/);
     const restarted = await startAgain(server, { EVENTS_HEARTBEAT_MS: '1000' });
     try {
       ok(await as(['secrets', 'set', 'R3', 'three', '--env', 'staging']), 'R3 after restart');
