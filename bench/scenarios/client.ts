@@ -17,6 +17,7 @@ import { median, timeRuns } from '../lib/measure.js';
 import { findProfile, renderProfiles, summariseProfile, WHOLE_RUN } from '../lib/profile.js';
 import type { BenchOptions } from '../lib/options.js';
 import { targets, type ValueRow } from '../lib/report.js';
+import { SCAN_SCENARIOS } from './scan.js';
 import {
   READ_ENV,
   SECRET_COUNT,
@@ -222,4 +223,5 @@ export const CLIENT_SCENARIOS: ClientScenario[] = [
   cliRun,
   rekeyScenario(1_000),
   rekeyScenario(10_000),
+  ...SCAN_SCENARIOS,
 ];

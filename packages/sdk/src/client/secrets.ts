@@ -12,7 +12,7 @@ import {
   parseJsonSecrets,
 } from '../dotenv.js';
 import { environmentIdOf } from './environments.js';
-import { CofferApiError } from './errors.js';
+import { isStaleEpoch } from './errors.js';
 import { allPages, apiPath, type CofferClient, type Page } from './http.js';
 
 // ---- The API's shapes and one typed call per endpoint --------------------------
@@ -200,11 +200,6 @@ export class SecretsError extends Error {
 }
 
 export const MAX_BATCH_ITEMS = 1000;
-
-const isStaleEpoch = (err: unknown) =>
-  err instanceof CofferApiError &&
-  err.code === 'version_conflict' &&
-  err.details.some((d) => d.issue === 'stale_epoch');
 
 /**
  * Runs a write with the current key; after a `stale_epoch` conflict (a re-key
