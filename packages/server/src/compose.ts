@@ -25,6 +25,9 @@ import { ListingCache } from './domains/secrets/listing-cache.js';
 import { secretsService } from './domains/secrets/secrets.service.js';
 import { tokensService } from './domains/tokens/tokens.service.js';
 import { vaultService } from './domains/vault/vault.service.js';
+import { WebhookWorker } from './domains/webhooks/delivery-worker.js';
+import { feedSource, latestEventId } from './domains/webhooks/feed-source.js';
+import { webhooksService } from './domains/webhooks/webhooks.service.js';
 
 /** What the app is built from: configuration and connections, nothing of a domain. */
 export interface Infrastructure {
@@ -72,6 +75,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     onError: (err, dropped) => log.error({ err, dropped }, 'writing read audit events failed'),
   });
   const invitationSweep = invitationExpirySweep(infra, log);
+  const webhookWorker = new WebhookWorker({ db, clock, config, log, source: feedSource });
 
   // A service that calls another domain receives that domain's service.
   const identity = identityService({ config, db, clock, credentials });
@@ -101,6 +105,12 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     tokens,
     keyTrust: keyTrustService({ ...infra, identity, vault }),
     membershipChain: membershipChainService({ ...infra, identity }),
+    webhooks: webhooksService({
+      ...infra,
+      vault,
+      wakeDelivery: () => webhookWorker.wake(),
+      latestEventId,
+    }),
   };
 
   return {
@@ -109,16 +119,19 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     credentials,
     resolver,
     outbox,
+    webhookWorker,
     readAudit,
     /** Starts the background work (when the app is ready). */
     start(): void {
       outbox.start();
+      webhookWorker.start();
       invitationSweep.start();
     },
     /** Stops it and flushes what waits in memory (when the app closes). */
     async close(): Promise<void> {
       invitationSweep.stop();
       await outbox.stop();
+      await webhookWorker.stop();
       await readAudit.close();
       listingCache.close();
       await credentialSharing?.close();

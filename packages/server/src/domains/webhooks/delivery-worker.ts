@@ -1,0 +1,318 @@
+import { randomInt } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Infra } from '../../infra.js';
+import { recordAudit } from '../audit/audit.js';
+import { SecretUnavailableError, signingSecrets } from './secret-box.js';
+import { sendWebhook, type SendResult } from './sender.js';
+import { signatureHeaders } from './signing.js';
+import * as repo from './webhooks.repo.js';
+
+/** The longest wait between two attempts of one delivery (before jitter). */
+export const RETRY_MAX_MS = 4 * 3600_000;
+/** How long a claimed queue stays reserved for the worker that claimed it; renewed per attempt. */
+const LEASE_MS = 2 * 60_000;
+const BATCH = 20;
+/** Deliveries one claim sends in a row before giving other webhooks their turn. */
+const PER_CLAIM = 50;
+
+/**
+ * The wait before attempt `attempts + 1`: the base doubled per failed attempt,
+ * at most `RETRY_MAX_MS`, then "equal jitter" (half fixed, half random) so
+ * receivers that failed together are not retried together.
+ */
+export function retryDelayMs(attempts: number, baseMs: number): number {
+  const exponential = Math.min(baseMs * 2 ** Math.max(0, attempts - 1), RETRY_MAX_MS);
+  const half = Math.floor(exponential / 2);
+  return half + randomInt(0, Math.max(1, exponential - half));
+}
+
+/**
+ * Turns change-feed events into deliveries. `pending(db, webhook)` returns the
+ * events after the webhook's cursor that it should receive (filtered by its
+ * environments and kinds) and the id to move the cursor to.
+ */
+export interface DeliverySource {
+  pending(
+    db: Kysely<Database>,
+    webhook: repo.WebhookRow,
+  ): Promise<{ deliveries: repo.NewDelivery[]; cursor: string | null }>;
+}
+
+type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+  log: FastifyBaseLogger;
+  source: DeliverySource;
+};
+
+/** Thrown inside a transaction to roll it back when another instance moved the cursor first. */
+class CursorMoved extends Error {}
+
+/**
+ * Delivers webhooks from their durable queues (`webhook_deliveries`): polls
+ * every `OUTBOX_POLL_MS` and whenever woken after a commit. Each webhook's
+ * queue is claimed by one worker at a time (a lease on its row, taken with a
+ * conditional update), so several instances on one database share the work
+ * and a queue is sent in order. At-least-once: a delivery whose answer was
+ * lost is sent again, with the same `webhook-id`.
+ */
+export class WebhookWorker {
+  /** Attempts that failed since start (read by the metrics). */
+  failedAttempts = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private wokenWhileRunning = false;
+  private started = false;
+
+  constructor(private readonly deps: Deps) {}
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.run();
+  }
+
+  /** Look for new events and due deliveries now (after a commit). */
+  wake(): void {
+    if (!this.started) return;
+    if (this.running) this.wokenWhileRunning = true;
+    else this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  private run(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.running = this.pass()
+      .catch((err: unknown) => this.deps.log.error({ err }, 'webhook delivery pass failed'))
+      .finally(() => {
+        this.running = null;
+        if (!this.started) return;
+        if (this.wokenWhileRunning) {
+          this.wokenWhileRunning = false;
+          this.run();
+        } else {
+          this.timer = setTimeout(() => this.run(), this.deps.config.outboxPollMs);
+          this.timer.unref();
+        }
+      });
+  }
+
+  private async pass(): Promise<void> {
+    await this.enqueueNewEvents();
+    await this.deliverDue();
+  }
+
+  /** For every enabled webhook, the feed's new events become deliveries (and the cursor moves) in one transaction. */
+  async enqueueNewEvents(): Promise<number> {
+    const db = this.deps.db.kysely;
+    let queued = 0;
+    for (const webhook of await repo.enabledWebhooks(db, null)) {
+      try {
+        queued += await db.transaction().execute(async (trx) => {
+          const { deliveries, cursor } = await this.deps.source.pending(trx, webhook);
+          if (cursor === null || cursor === webhook.event_cursor) return 0;
+          if (!(await repo.advanceCursor(trx, webhook.id, webhook.event_cursor, cursor)))
+            throw new CursorMoved();
+          await repo.enqueueDeliveries(
+            trx,
+            webhook.id,
+            deliveries,
+            this.deps.clock.now().toISOString(),
+          );
+          return deliveries.length;
+        });
+      } catch (err) {
+        if (!(err instanceof CursorMoved)) throw err;
+      }
+    }
+    return queued;
+  }
+
+  /** Sends what is due, one claimed queue at a time; returns how many attempts were made. */
+  async deliverDue(): Promise<number> {
+    const db = this.deps.db.kysely;
+    let attempted = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const ids = await repo.findDueWebhookIds(db, now.toISOString(), BATCH);
+      if (ids.length === 0) return attempted;
+      let claimedAny = false;
+      for (const id of ids) {
+        const lease = this.leaseFrom(this.deps.clock.now());
+        const webhook = await repo.claimWebhook(db, id, now.toISOString(), lease);
+        if (!webhook) continue;
+        claimedAny = true;
+        attempted += await this.deliverQueue(webhook, lease);
+      }
+      if (!claimedAny) return attempted;
+    }
+  }
+
+  private leaseFrom(now: Date): string {
+    return new Date(now.getTime() + LEASE_MS).toISOString();
+  }
+
+  /** Sends a claimed queue in order until it is empty, its head must wait, or it was sent `PER_CLAIM`. */
+  private async deliverQueue(webhook: repo.WebhookRow, claimed: string): Promise<number> {
+    const db = this.deps.db.kysely;
+    let lease = claimed;
+    let sent = 0;
+    try {
+      while (sent < PER_CLAIM) {
+        const head = await repo.headDelivery(db, webhook.id);
+        const now = this.deps.clock.now();
+        if (!head || head.next_attempt_at > now.toISOString()) break;
+        const renewed = this.leaseFrom(now);
+        if (!(await repo.renewLease(db, webhook.id, lease, renewed))) return sent;
+        lease = renewed;
+        const current = await repo.webhookById(db, webhook.id);
+        if (!current || current.enabled !== 1) break;
+        sent++;
+        if (!(await this.attempt(current, head))) break;
+      }
+    } finally {
+      await repo.releaseWebhook(db, webhook.id, lease);
+    }
+    return sent;
+  }
+
+  /** One attempt at the head delivery; true when it is done with (delivered or given up). */
+  private async attempt(webhook: repo.WebhookRow, delivery: repo.DeliveryRow): Promise<boolean> {
+    const { db: database, clock, config, log } = this.deps;
+    const db = database.kysely;
+    const settings = config.webhooks;
+    await repo.countAttempt(db, delivery.id);
+    const attempt = delivery.attempts + 1;
+    const started = clock.now();
+    let result: SendResult;
+    try {
+      const secrets = signingSecrets(webhook, started.toISOString(), settings.secretKey);
+      const timestamp = Math.floor(started.getTime() / 1000);
+      const headers = signatureHeaders(secrets, delivery.id, timestamp, delivery.payload);
+      result = await sendWebhook(webhook.url, headers, delivery.payload, settings);
+    } catch (err) {
+      if (!(err instanceof SecretUnavailableError)) throw err;
+      result = {
+        ok: false,
+        statusCode: null,
+        durationMs: 0,
+        error: err.message,
+        responseExcerpt: null,
+      };
+    }
+    const at = clock.now();
+    const atText = at.toISOString();
+    await repo.insertAttempt(db, {
+      delivery_id: delivery.id,
+      attempt,
+      started_at: started.toISOString(),
+      duration_ms: result.durationMs,
+      status_code: result.statusCode,
+      outcome: result.ok ? 'delivered' : 'failed',
+      error: result.error,
+      response_excerpt: result.responseExcerpt,
+    });
+    if (result.ok) {
+      await repo.updateDelivery(db, delivery.id, {
+        status: 'delivered',
+        last_status_code: result.statusCode,
+        last_error: null,
+        finished_at: atText,
+      });
+      if (webhook.failing_since !== null) {
+        await repo.updateWebhook(db, webhook.id, { failing_since: null });
+      }
+      return true;
+    }
+
+    this.failedAttempts++;
+    const failingSince = webhook.failing_since ?? started.toISOString();
+    const windowMs = settings.retryWindowSeconds * 1000;
+    if (at.getTime() - Date.parse(failingSince) >= windowMs) {
+      await this.disable(webhook, failingSince, delivery, result, at);
+      return true;
+    }
+    if (webhook.failing_since === null) {
+      await repo.updateWebhook(db, webhook.id, { failing_since: failingSince });
+    }
+    const next = at.getTime() + retryDelayMs(attempt, settings.retryBaseMs);
+    if (next - Date.parse(delivery.created_at) > windowMs) {
+      await repo.updateDelivery(db, delivery.id, {
+        status: 'failed',
+        last_status_code: result.statusCode,
+        last_error: result.error,
+        finished_at: atText,
+      });
+      log.warn(
+        { webhook: webhook.id, delivery: delivery.id, attempts: attempt },
+        'webhook delivery given up after its retry window',
+      );
+      return true;
+    }
+    await repo.updateDelivery(db, delivery.id, {
+      next_attempt_at: new Date(next).toISOString(),
+      last_status_code: result.statusCode,
+      last_error: result.error,
+    });
+    return false;
+  }
+
+  /**
+   * Sustained failure: every attempt failed for the whole retry window. The
+   * webhook is disabled, what is still queued is marked failed, and the audit
+   * log records it (no actor: the server did it).
+   */
+  private async disable(
+    webhook: repo.WebhookRow,
+    failingSince: string,
+    delivery: repo.DeliveryRow,
+    result: SendResult,
+    at: Date,
+  ): Promise<void> {
+    const atText = at.toISOString();
+    await this.deps.db.kysely.transaction().execute(async (trx) => {
+      await repo.updateDelivery(trx, delivery.id, {
+        status: 'failed',
+        last_status_code: result.statusCode,
+        last_error: result.error,
+        finished_at: atText,
+      });
+      await repo.failPending(trx, webhook.id, 'the webhook was disabled after failing', atText);
+      await repo.updateWebhook(trx, webhook.id, {
+        enabled: 0,
+        disabled_reason: 'failing',
+        disabled_at: atText,
+        failing_since: failingSince,
+        updated_at: atText,
+      });
+      await recordAudit(
+        trx,
+        { principal: null, ip: null, requestId: null },
+        {
+          projectId: webhook.project_id,
+          action: 'webhook.disabled',
+          targetType: 'webhook',
+          targetId: webhook.id,
+          data: {
+            reason: 'failing',
+            failing_since: failingSince,
+            last_error: result.error,
+            last_status_code: result.statusCode,
+          },
+        },
+        at,
+      );
+    });
+    this.deps.log.warn(
+      { webhook: webhook.id, project: webhook.project_id, failing_since: failingSince },
+      'webhook disabled after sustained failure',
+    );
+  }
+}
