@@ -208,68 +208,83 @@ export class WebhookWorker {
       };
     }
     const at = clock.now();
-    const atText = at.toISOString();
-    await repo.insertAttempt(db, {
-      delivery_id: delivery.id,
-      attempt,
-      started_at: started.toISOString(),
-      duration_ms: result.durationMs,
-      status_code: result.statusCode,
-      outcome: result.ok ? 'delivered' : 'failed',
-      error: result.error,
-      response_excerpt: result.responseExcerpt,
+    if (!result.ok) this.failedAttempts++;
+    // The attempt and what it means for the delivery commit together, so the
+    // log never shows an attempt whose consequence (retry time, status) is missing.
+    const outcome = await db.transaction().execute(async (trx) => {
+      // Deleted (with its queue) while the attempt was under way: nothing to record.
+      if (!(await repo.deliveryExists(trx, delivery.id))) return 'done' as const;
+      await repo.insertAttempt(trx, {
+        delivery_id: delivery.id,
+        attempt,
+        started_at: started.toISOString(),
+        duration_ms: result.durationMs,
+        status_code: result.statusCode,
+        outcome: result.ok ? 'delivered' : 'failed',
+        error: result.error,
+        response_excerpt: result.responseExcerpt,
+      });
+      return this.settle(trx, webhook, delivery, attempt, result, started, at);
     });
+    if (outcome === 'disabled') {
+      log.warn(
+        { webhook: webhook.id, project: webhook.project_id },
+        'webhook disabled after sustained failure',
+      );
+    }
+    return outcome !== 'retry';
+  }
+
+  /** What one attempt's result does to its delivery and webhook, in the attempt's transaction. */
+  private async settle(
+    trx: Kysely<Database>,
+    webhook: repo.WebhookRow,
+    delivery: repo.DeliveryRow,
+    attempt: number,
+    result: SendResult,
+    started: Date,
+    at: Date,
+  ): Promise<'done' | 'retry' | 'disabled'> {
+    const settings = this.deps.config.webhooks;
+    const atText = at.toISOString();
     if (result.ok) {
-      await repo.updateDelivery(db, delivery.id, {
+      await repo.updateDelivery(trx, delivery.id, {
         status: 'delivered',
         last_status_code: result.statusCode,
         last_error: null,
         finished_at: atText,
       });
       if (webhook.failing_since !== null) {
-        await repo.updateWebhook(db, webhook.id, { failing_since: null });
+        await repo.updateWebhook(trx, webhook.id, { failing_since: null });
       }
-      return true;
+      return 'done';
     }
-
-    this.failedAttempts++;
     const failingSince = webhook.failing_since ?? started.toISOString();
-    const windowMs = settings.retryWindowSeconds * 1000;
-    if (at.getTime() - Date.parse(failingSince) >= windowMs) {
-      await this.disable(webhook, failingSince, delivery, result, at);
-      return true;
+    const next = at.getTime() + retryDelayMs(attempt, settings.retryBaseMs);
+    // Sustained failure: every attempt since `failingSince` failed (the queue
+    // is sent in order, so that includes this delivery's), and the next retry
+    // would fall beyond the window.
+    if (next - Date.parse(failingSince) > settings.retryWindowSeconds * 1000) {
+      await this.disable(trx, webhook, failingSince, delivery, result, at);
+      return 'disabled';
     }
     if (webhook.failing_since === null) {
-      await repo.updateWebhook(db, webhook.id, { failing_since: failingSince });
+      await repo.updateWebhook(trx, webhook.id, { failing_since: failingSince });
     }
-    const next = at.getTime() + retryDelayMs(attempt, settings.retryBaseMs);
-    if (next - Date.parse(delivery.created_at) > windowMs) {
-      await repo.updateDelivery(db, delivery.id, {
-        status: 'failed',
-        last_status_code: result.statusCode,
-        last_error: result.error,
-        finished_at: atText,
-      });
-      log.warn(
-        { webhook: webhook.id, delivery: delivery.id, attempts: attempt },
-        'webhook delivery given up after its retry window',
-      );
-      return true;
-    }
-    await repo.updateDelivery(db, delivery.id, {
+    await repo.updateDelivery(trx, delivery.id, {
       next_attempt_at: new Date(next).toISOString(),
       last_status_code: result.statusCode,
       last_error: result.error,
     });
-    return false;
+    return 'retry';
   }
 
   /**
-   * Sustained failure: every attempt failed for the whole retry window. The
-   * webhook is disabled, what is still queued is marked failed, and the audit
+   * Sustained failure. The webhook is disabled, what is still queued is marked failed, and the audit
    * log records it (no actor: the server did it).
    */
   private async disable(
+    trx: Kysely<Database>,
     webhook: repo.WebhookRow,
     failingSince: string,
     delivery: repo.DeliveryRow,
@@ -277,42 +292,36 @@ export class WebhookWorker {
     at: Date,
   ): Promise<void> {
     const atText = at.toISOString();
-    await this.deps.db.kysely.transaction().execute(async (trx) => {
-      await repo.updateDelivery(trx, delivery.id, {
-        status: 'failed',
-        last_status_code: result.statusCode,
-        last_error: result.error,
-        finished_at: atText,
-      });
-      await repo.failPending(trx, webhook.id, 'the webhook was disabled after failing', atText);
-      await repo.updateWebhook(trx, webhook.id, {
-        enabled: 0,
-        disabled_reason: 'failing',
-        disabled_at: atText,
-        failing_since: failingSince,
-        updated_at: atText,
-      });
-      await recordAudit(
-        trx,
-        { principal: null, ip: null, requestId: null },
-        {
-          projectId: webhook.project_id,
-          action: 'webhook.disabled',
-          targetType: 'webhook',
-          targetId: webhook.id,
-          data: {
-            reason: 'failing',
-            failing_since: failingSince,
-            last_error: result.error,
-            last_status_code: result.statusCode,
-          },
-        },
-        at,
-      );
+    await repo.updateDelivery(trx, delivery.id, {
+      status: 'failed',
+      last_status_code: result.statusCode,
+      last_error: result.error,
+      finished_at: atText,
     });
-    this.deps.log.warn(
-      { webhook: webhook.id, project: webhook.project_id, failing_since: failingSince },
-      'webhook disabled after sustained failure',
+    await repo.failPending(trx, webhook.id, 'the webhook was disabled after failing', atText);
+    await repo.updateWebhook(trx, webhook.id, {
+      enabled: 0,
+      disabled_reason: 'failing',
+      disabled_at: atText,
+      failing_since: failingSince,
+      updated_at: atText,
+    });
+    await recordAudit(
+      trx,
+      { principal: null, ip: null, requestId: null },
+      {
+        projectId: webhook.project_id,
+        action: 'webhook.disabled',
+        targetType: 'webhook',
+        targetId: webhook.id,
+        data: {
+          reason: 'failing',
+          failing_since: failingSince,
+          last_error: result.error,
+          last_status_code: result.statusCode,
+        },
+      },
+      at,
     );
   }
 }

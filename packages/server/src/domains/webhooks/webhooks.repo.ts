@@ -280,3 +280,10 @@ export const findDelivery = (db: Db, webhookId: string, id: string) =>
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
     .executeTakeFirst();
+
+export const deliveryExists = async (db: Db, id: string): Promise<boolean> =>
+  (await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('id', '=', id)
+    .executeTakeFirst()) !== undefined;
