@@ -8,7 +8,7 @@ import { as, dataOf, errorOf, eventually } from '../support/http.js';
 import { addMember } from '../support/projects.js';
 import { signUp, type TestUser } from '../support/users.js';
 import { projectWithVault, type VaultProject } from '../support/vault.js';
-import { createApiKey } from '../vault/support.js';
+import { createApiKey, putSecret } from '../vault/support.js';
 import { startReceiver, type Received, type Receiver } from './receiver.js';
 
 /** Receivers on 127.0.0.1 over http: what the operator switches allow. */
@@ -114,6 +114,90 @@ for (const dialect of DIALECTS) {
       assert.equal(typeof done.log[0].duration_ms, 'number');
     });
 
+    it('delivers the change feed: a secret write arrives as secrets.changed with names, never a value or ciphertext', async () => {
+      const r = await receiver();
+      const hook = await create(r.url, { environments: ['production'] });
+      const value = `value-${randomBytes(8).toString('hex')}`;
+      const written = await putSecret(
+        t,
+        project,
+        admin.headers,
+        project.env.production,
+        'DATABASE_URL',
+        value,
+      );
+      assert.equal(written.statusCode, 201, written.body);
+      // Another environment: outside this webhook's filter.
+      await putSecret(t, project, admin.headers, project.env.staging, 'STAGING_ONLY', value);
+      await putSecret(t, project, admin.headers, project.env.production, 'LOG_LEVEL', 'debug');
+      await eventually(async () => r.received.length >= 2, 'two events delivered');
+      const stored = await t.testDb.db.kysely
+        .selectFrom('secrets')
+        .select('value')
+        .where('name', '=', 'DATABASE_URL')
+        .executeTakeFirstOrThrow();
+      const bodies = r.received.map((q) => {
+        const event = new Webhook(hook.secret).verify(q.body, headersOf(q)) as {
+          type: string;
+          data: { environment: { id: string }; names: string[]; id: number };
+        };
+        assert.ok(!q.body.includes(value), 'no value');
+        assert.ok(!q.body.includes('debug'), 'no value');
+        assert.ok(!q.body.includes(stored.value), 'no ciphertext');
+        assert.ok(!q.body.includes(stored.value.slice(0, 40)), 'no part of the ciphertext');
+        return event;
+      });
+      assert.deepEqual(
+        bodies.map((e) => [e.type, e.data.environment.id, e.data.names]),
+        [
+          ['secrets.changed', project.env.production.id, ['DATABASE_URL']],
+          ['secrets.changed', project.env.production.id, ['LOG_LEVEL']],
+        ],
+      );
+      assert.ok(bodies[0]!.data.id < bodies[1]!.data.id, 'in the feed order');
+      const logged = await eventually(async () => {
+        const list = await deliveries(hook.id);
+        return list.every((d) => d.status === 'delivered') ? list : undefined;
+      }, 'both marked delivered');
+      assert.deepEqual(
+        logged.map((d) => [d.event_kind, d.event_id, d.status]),
+        bodies.map((e) => ['secrets.changed', String(e.data.id), 'delivered']),
+      );
+      // Stored payloads hold no value either.
+      const payloads = await t.testDb.db.kysely
+        .selectFrom('webhook_deliveries')
+        .select('payload')
+        .where('webhook_id', '=', hook.id)
+        .execute();
+      for (const p of payloads)
+        assert.ok(!p.payload.includes(value) && !p.payload.includes(stored.value));
+    });
+
+    it('sends only the event kinds asked for; a new webhook starts from now', async () => {
+      await putSecret(t, project, admin.headers, project.env.development, 'BEFORE', 'x');
+      const r = await receiver();
+      const hook = await create(r.url, { event_kinds: ['environment.created'] });
+      await putSecret(t, project, admin.headers, project.env.development, 'IGNORED', 'x');
+      const env = dataOf(
+        await as(t, admin, 'POST', `/v1/projects/${project.id}/environments`, { name: 'QA' }),
+        201,
+      );
+      await eventually(async () => r.received.length >= 1, 'the environment event');
+      const event = JSON.parse(r.received[0]!.body) as {
+        type: string;
+        data: { environment: { id: string } };
+      };
+      assert.equal(event.type, 'environment.created');
+      assert.equal(event.data.environment.id, env.id);
+      // Give the worker a pass to be sure nothing else follows.
+      const d = await sendTest(hook.id);
+      await settled(hook.id, d.id, 'delivered');
+      assert.deepEqual(
+        r.received.map((q) => JSON.parse(q.body).type),
+        ['environment.created', 'webhook.test'],
+      );
+    });
+
     it('retries after the receiver fails (500, then 200): same webhook-id, each attempt in the log', async () => {
       const r = await receiver((n) =>
         n === 0 ? { status: 500, body: 'database down '.repeat(100) } : { status: 204 },
@@ -122,7 +206,8 @@ for (const dialect of DIALECTS) {
       const queued = await sendTest(hook.id);
       const failed = await eventually(async () => {
         const d = await deliveryOf(hook.id, queued.id);
-        return d?.log.length === 1 ? d : undefined;
+        // The row and its log commit together; the row is read first.
+        return d?.last_status_code === 500 ? d : undefined;
       }, 'the first attempt logged');
       assert.equal(failed.status, 'pending');
       assert.equal(failed.log[0].outcome, 'failed');

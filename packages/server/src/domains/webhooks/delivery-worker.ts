@@ -63,6 +63,8 @@ export class WebhookWorker {
   private running: Promise<void> | null = null;
   private wokenWhileRunning = false;
   private started = false;
+  /** Projects whose feed may hold new events; `all` after a poll or an unknown project's change. */
+  private changed: Set<string> | 'all' = 'all';
 
   constructor(private readonly deps: Deps) {}
 
@@ -72,9 +74,14 @@ export class WebhookWorker {
     this.run();
   }
 
-  /** Look for new events and due deliveries now (after a commit). */
-  wake(): void {
+  /**
+   * Look for due deliveries now (after a commit that queued some), and for
+   * new events of `projectId` (after a change committed; null: any project).
+   */
+  wake(projectId?: string | null): void {
     if (!this.started) return;
+    if (projectId === null) this.changed = 'all';
+    else if (projectId !== undefined && this.changed !== 'all') this.changed.add(projectId);
     if (this.running) this.wokenWhileRunning = true;
     else this.run();
   }
@@ -98,22 +105,31 @@ export class WebhookWorker {
           this.wokenWhileRunning = false;
           this.run();
         } else {
-          this.timer = setTimeout(() => this.run(), this.deps.config.outboxPollMs);
+          this.timer = setTimeout(() => {
+            this.changed = 'all';
+            this.run();
+          }, this.deps.config.outboxPollMs);
           this.timer.unref();
         }
       });
   }
 
   private async pass(): Promise<void> {
-    await this.enqueueNewEvents();
+    const changed = this.changed;
+    this.changed = new Set();
+    if (changed === 'all') await this.enqueueNewEvents(null);
+    else for (const projectId of changed) await this.enqueueNewEvents(projectId);
     await this.deliverDue();
   }
 
-  /** For every enabled webhook, the feed's new events become deliveries (and the cursor moves) in one transaction. */
-  async enqueueNewEvents(): Promise<number> {
+  /**
+   * For every enabled webhook (of one project, or of all), the feed's new
+   * events become deliveries and its cursor moves, in one transaction.
+   */
+  async enqueueNewEvents(projectId: string | null): Promise<number> {
     const db = this.deps.db.kysely;
     let queued = 0;
-    for (const webhook of await repo.enabledWebhooks(db, null)) {
+    for (const webhook of await repo.enabledWebhooks(db, projectId)) {
       try {
         queued += await db.transaction().execute(async (trx) => {
           const { deliveries, cursor } = await this.deps.source.pending(trx, webhook);

@@ -2,23 +2,19 @@ import { Type } from 'typebox';
 import { idPattern } from '../../ids.js';
 import { listQuerySchema } from '../../http/pagination.js';
 import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
+import { FEED_EVENT_TYPES, type FeedEventType } from '../events/events.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 
 /** The kind of the event "send a test event" queues; never a change-feed event. */
 export const TEST_EVENT_KIND = 'webhook.test';
 
-/** The change feed's event kinds a webhook can subscribe to (docs/events.md). */
-export const WEBHOOK_EVENT_KINDS = [
-  'secrets.changed',
-  'environment.created',
-  'environment.renamed',
-  'environment.deleted',
-  'vault.rekeyed',
-  'member.added',
-  'member.role_changed',
-  'member.removed',
-  'token.revoked',
-] as const;
+/**
+ * The change feed's event kinds a webhook can subscribe to (docs/events.md);
+ * not `project.deleted`: a project's webhooks are deleted with it.
+ */
+export const WEBHOOK_EVENT_KINDS = FEED_EVENT_TYPES.filter(
+  (k): k is Exclude<FeedEventType, 'project.deleted'> => k !== 'project.deleted',
+);
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>

@@ -24,7 +24,7 @@ type WebhooksDeps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   /** Wakes the delivery worker after a commit that queued deliveries. */
   wakeDelivery: () => void;
   /** The project's latest change-feed event id: where a new or re-enabled webhook starts. */
-  latestEventId: (db: Kysely<Database>, projectId: string) => Promise<string | null>;
+  latestEventId: (db: Kysely<Database>, projectId: string) => Promise<string>;
 };
 
 interface WebhookInput {
