@@ -81,7 +81,7 @@ export async function webhooksRoutes(
   );
 
   r.get(
-    '/projects/:project_id/webhooks/:id',
+    '/projects/:project_id/webhooks/:webhook_id',
     {
       schema: {
         tags,
@@ -94,11 +94,11 @@ export async function webhooksRoutes(
       },
     },
     async (request) =>
-      ok(await webhooks.get(request.principal, request.params.project_id, request.params.id)),
+      ok(await webhooks.get(request.principal, request.params.project_id, request.params.webhook_id)),
   );
 
   r.patch(
-    '/projects/:project_id/webhooks/:id',
+    '/projects/:project_id/webhooks/:webhook_id',
     {
       schema: {
         tags,
@@ -116,14 +116,14 @@ export async function webhooksRoutes(
         await webhooks.update(
           actorOf(request),
           request.params.project_id,
-          request.params.id,
+          request.params.webhook_id,
           request.body,
         ),
       ),
   );
 
   r.delete(
-    '/projects/:project_id/webhooks/:id',
+    '/projects/:project_id/webhooks/:webhook_id',
     {
       preValidation: refuseBodyFields,
       schema: {
@@ -137,13 +137,13 @@ export async function webhooksRoutes(
       },
     },
     async (request, reply) => {
-      await webhooks.remove(actorOf(request), request.params.project_id, request.params.id);
+      await webhooks.remove(actorOf(request), request.params.project_id, request.params.webhook_id);
       return reply.code(204).send(null);
     },
   );
 
   r.post(
-    '/projects/:project_id/webhooks/:id/rotate-secret',
+    '/projects/:project_id/webhooks/:webhook_id/rotate-secret',
     {
       preValidation: absentBodyIsEmpty,
       schema: {
@@ -163,14 +163,14 @@ export async function webhooksRoutes(
         await webhooks.rotateSecret(
           actorOf(request),
           request.params.project_id,
-          request.params.id,
+          request.params.webhook_id,
           request.body,
         ),
       ),
   );
 
   r.post(
-    '/projects/:project_id/webhooks/:id/test',
+    '/projects/:project_id/webhooks/:webhook_id/test',
     {
       preValidation: refuseBodyFields,
       schema: {
@@ -187,14 +187,14 @@ export async function webhooksRoutes(
       const delivery = await webhooks.sendTest(
         actorOf(request),
         request.params.project_id,
-        request.params.id,
+        request.params.webhook_id,
       );
       return reply.code(202).send(ok(delivery));
     },
   );
 
   r.get(
-    '/projects/:project_id/webhooks/:id/deliveries',
+    '/projects/:project_id/webhooks/:webhook_id/deliveries',
     {
       schema: {
         tags,
@@ -212,7 +212,7 @@ export async function webhooksRoutes(
         await webhooks.deliveries(
           request.principal,
           request.params.project_id,
-          request.params.id,
+          request.params.webhook_id,
           request.query,
         ),
         request.query,

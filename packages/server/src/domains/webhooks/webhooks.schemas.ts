@@ -23,7 +23,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 export const WebhookParams = Type.Object(
   {
     project_id: Type.String({ pattern: idPattern('project') }),
-    id: Type.String({ pattern: idPattern('webhook') }),
+    webhook_id: Type.String({ pattern: idPattern('webhook') }),
   },
   { additionalProperties: false },
 );
