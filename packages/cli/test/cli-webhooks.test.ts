@@ -25,7 +25,8 @@ const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL;
 const SWITCHES = {
   WEBHOOK_ALLOW_PRIVATE: 'true',
   WEBHOOK_ALLOW_HTTP: 'true',
-  WEBHOOK_RETRY_BASE_MS: '200',
+  // Long enough for the CLI to see the first attempt fail before the retry.
+  WEBHOOK_RETRY_BASE_MS: '2000',
   OUTBOX_POLL_MS: '100',
 };
 

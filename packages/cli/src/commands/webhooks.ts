@@ -300,14 +300,15 @@ const test: Command = {
       note(`Queued test event ${delivery.id}; see \`coffer webhooks deliveries ${id}\`.`);
       return;
     }
-    const last = delivery.log.at(-1)!;
-    if (last.outcome === 'delivered') {
-      note(`Delivered ${delivery.id}: ${attemptText(delivery)}.`);
+    if (delivery.status === 'delivered') {
+      const tries = delivery.log.length > 1 ? ` on attempt ${delivery.log.length}` : '';
+      note(`Delivered ${delivery.id}${tries}: ${attemptText(delivery)}.`);
       return;
     }
+    const last = delivery.log.at(-1)!;
     throw new CliError(
       'webhook_failed',
-      `the receiver did not accept test event ${delivery.id}: ${attemptText(delivery)}${last.response_excerpt ? ` (${last.response_excerpt})` : ''}; it is retried`,
+      `the receiver did not accept test event ${delivery.id}: ${attemptText(delivery)}${last.response_excerpt ? ` (${last.response_excerpt})` : ''}; ${delivery.status === 'pending' ? 'it will be retried' : 'it was not delivered'}`,
     );
   },
 };
