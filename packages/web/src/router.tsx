@@ -84,6 +84,13 @@ export const router = createBrowserRouter([
                 ),
               },
               {
+                path: 'webhooks',
+                ...page(
+                  () => import('./webhooks/WebhooksPage'),
+                  (m) => m.WebhooksPage,
+                ),
+              },
+              {
                 path: 'audit',
                 ...page(
                   () => import('./pages/Audit'),

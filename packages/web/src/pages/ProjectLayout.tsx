@@ -35,6 +35,9 @@ export function ProjectLayout() {
           <NavLink to={`/projects/${p.id}/members`}>Members</NavLink>
           {p.role === 'admin' ? <NavLink to={`/projects/${p.id}/access`}>Access</NavLink> : null}
           {p.role !== 'viewer' ? <NavLink to={`/projects/${p.id}/tokens`}>Tokens</NavLink> : null}
+          {p.role === 'admin' ? (
+            <NavLink to={`/projects/${p.id}/webhooks`}>Webhooks</NavLink>
+          ) : null}
           {p.role === 'admin' ? <NavLink to={`/projects/${p.id}/audit`}>Audit</NavLink> : null}
           {p.role === 'admin' ? (
             <NavLink to={`/projects/${p.id}/settings`}>Settings</NavLink>
