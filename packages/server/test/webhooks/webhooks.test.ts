@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { DIALECTS } from '../support/db.js';
+import { createTestDb, DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { as, dataOf, errorOf, eventually } from '../support/http.js';
 import { addMember } from '../support/projects.js';
@@ -195,6 +198,31 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(
         r.received.map((q) => JSON.parse(q.body).type),
         ['environment.created', 'webhook.test'],
+      );
+    });
+
+    it('the Node snippet of docs/webhooks.md verifies a real request and refuses a tampered one', async () => {
+      const docs = readFileSync(new URL('../../../../docs/webhooks.md', import.meta.url), 'utf8');
+      const snippet = /```js\n(import \{ createHmac[\s\S]*?)```/.exec(docs)?.[1];
+      assert.ok(snippet, 'the node:crypto snippet is in the docs');
+      const file = join(t.testDb.dataDir, 'verify.mjs');
+      writeFileSync(file, snippet);
+      const { verifyCofferWebhook } = (await import(pathToFileURL(file).href)) as {
+        verifyCofferWebhook: (secret: string, headers: object, body: string) => { type: string };
+      };
+      const r = await receiver();
+      const hook = await create(r.url);
+      const queued = await sendTest(hook.id);
+      await settled(hook.id, queued.id, 'delivered');
+      const [request] = r.received;
+      assert.equal(
+        verifyCofferWebhook(hook.secret, request!.headers, request!.body).type,
+        'webhook.test',
+      );
+      assert.throws(
+        () =>
+          verifyCofferWebhook(hook.secret, request!.headers, request!.body.replace('test', 'tent')),
+        /bad signature/,
       );
     });
 
@@ -459,6 +487,59 @@ for (const dialect of DIALECTS) {
           .execute()
       ).map((e) => e.action);
       assert.deepEqual(actions, ['webhook.created', 'webhook.updated', 'webhook.deleted']);
+    });
+  });
+
+  describe(`webhook signing secrets at rest (${dialect}, WEBHOOK_SECRET_KEY)`, () => {
+    it('are stored encrypted under the key, still sign, and say so when the key is gone', async () => {
+      const key = randomBytes(32).toString('base64');
+      const testDb = await createTestDb(dialect);
+      const t = await startTestApp(dialect, {
+        env: { ...ALLOW_LOCAL, WEBHOOK_SECRET_KEY: key },
+        testDb,
+      });
+      const r = await startReceiver();
+      try {
+        const owner = await signUp(t);
+        const { id: projectId } = dataOf(
+          await as(t, owner, 'POST', '/v1/projects', { name: 'sealed' }),
+          201,
+        );
+        const base = `/v1/projects/${projectId}/webhooks`;
+        const hook: Created = dataOf(await as(t, owner, 'POST', base, { url: r.url }), 201);
+        const row = await t.testDb.db.kysely
+          .selectFrom('webhooks')
+          .select('secret')
+          .where('id', '=', hook.id)
+          .executeTakeFirstOrThrow();
+        assert.match(row.secret, /^aesgcm:/);
+        assert.ok(!row.secret.includes(hook.secret.slice('whsec_'.length, 20)));
+        dataOf(await as(t, owner, 'POST', `${base}/${hook.id}/test`), 202);
+        await eventually(async () => r.received.length === 1, 'the signed test event');
+        new Webhook(hook.secret).verify(r.received[0]!.body, headersOf(r.received[0]!));
+
+        // The same database served without the key: the attempt fails and says why.
+        await t.close();
+        const keyless = await startTestApp(dialect, { env: ALLOW_LOCAL, testDb });
+        try {
+          dataOf(await as(keyless, owner, 'POST', `${base}/${hook.id}/test`), 202);
+          const d = await eventually(async () => {
+            const list: Delivery[] = dataOf(
+              await as(keyless, owner, 'GET', `${base}/${hook.id}/deliveries`),
+              200,
+            );
+            return list[0]?.log.length ? list[0] : undefined;
+          }, 'the failed attempt');
+          assert.match(d.log[0].error, /WEBHOOK_SECRET_KEY/);
+          assert.equal(r.received.length, 1, 'nothing unsigned was sent');
+        } finally {
+          await keyless.close();
+        }
+      } finally {
+        await r.close();
+        await t.close().catch(() => undefined);
+        await testDb.cleanup();
+      }
     });
   });
 
