@@ -94,7 +94,9 @@ export async function webhooksRoutes(
       },
     },
     async (request) =>
-      ok(await webhooks.get(request.principal, request.params.project_id, request.params.webhook_id)),
+      ok(
+        await webhooks.get(request.principal, request.params.project_id, request.params.webhook_id),
+      ),
   );
 
   r.patch(
