@@ -179,6 +179,12 @@ export interface WatchOptions {
 const isFinal = (err: unknown) =>
   err instanceof CofferApiError && err.status < 500 && err.status !== 429 && err.status !== 408;
 
+/** A failure that may pass: no answer, or the server busy or briefly away. */
+const isTransient = (err: unknown) =>
+  err instanceof CofferNetworkError ||
+  (err instanceof CofferApiError &&
+    (err.status >= 500 || err.status === 429 || err.status === 408));
+
 const abortableSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
@@ -225,6 +231,7 @@ export async function* watch(
       idle = setTimeout(() => controller.abort(new Error('the stream went silent')), idleTimeout);
     };
     let failure: unknown = null;
+    let ended: EndNotice['reason'] | null = null;
     try {
       touch();
       const response = await client.openStream(apiPath`/v1/projects/${projectId}/events`, {
@@ -246,10 +253,16 @@ export async function* watch(
         yield item;
         if (item.type === 'end') {
           if (!item.reconnect) return;
+          ended = item.reason;
           break;
         }
       }
-      failure = new CofferNetworkError('the stream ended', null);
+      failure = new CofferNetworkError(
+        ended === 'shutdown'
+          ? 'the server is restarting'
+          : `the stream ended${ended ? ` (${ended})` : ''}`,
+        null,
+      );
     } catch (err) {
       if (options.signal?.aborted) return;
       if (isFinal(err)) throw err;
@@ -327,6 +340,23 @@ export async function* watchSecrets(
     }
   })();
   const nextWake = () => new Promise<void>((resolve) => (wake = resolve));
+  const sleep = options.sleep ?? abortableSleep;
+  /** Reads the environment; while the server is unreachable, tries again with backoff. */
+  const read = async (): Promise<string> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return JSON.stringify(await listSecrets(scope, env));
+      } catch (err) {
+        if (!isTransient(err) || stop.signal.aborted) throw err;
+        const delay = Math.min(
+          options.maxBackoffMs ?? 30_000,
+          (options.minBackoffMs ?? 500) * 2 ** Math.min(attempt, 16),
+        );
+        options.onDisconnected?.(err, delay);
+        await sleep(delay, stop.signal);
+      }
+    }
+  };
 
   try {
     yield* snapshots();
@@ -340,7 +370,7 @@ export async function* watchSecrets(
     while (state.connectedId === null && !finished) await nextWake();
     if (failure) throw failure;
     if (finished) return;
-    let last = JSON.stringify(await listSecrets(scope, env));
+    let last = await read();
     let lastEventId = state.connectedId ?? 0;
     yield { secrets: JSON.parse(last) as Record<string, string>, event: null, lastEventId };
 
@@ -359,7 +389,7 @@ export async function* watchSecrets(
       for (const item of batch) if ('id' in item) lastEventId = Math.max(lastEventId, item.id);
       if (relevant.length > 0) {
         if (relevant.some((item) => item.type === 'vault.rekeyed')) await scope.keys.refresh?.();
-        const now = JSON.stringify(await listSecrets(scope, env));
+        const now = await read();
         if (now !== last) {
           last = now;
           const events = relevant.filter((item) => item.type !== 'reset') as FeedEvent[];
