@@ -24,6 +24,7 @@ import {
   assertAdminAccessible,
   bodyRows,
   openTab,
+  watched,
 } from './support/admin.js';
 import { startReceiver, type Receiver } from '../../server/test/webhooks/receiver.js';
 
@@ -53,17 +54,6 @@ after(async () => {
   await strict?.stop();
   await receiver?.close();
 });
-
-async function watched<T>(visitor: Visitor, name: string, run: () => Promise<T>) {
-  try {
-    const out = await run();
-    visitor.check();
-    return out;
-  } catch (error) {
-    await adminScreenshots(visitor.page, `failed-${name}`).catch(() => undefined);
-    throw error;
-  }
-}
 
 test('an admin registers a webhook, copies its secret once, sends a test event and reads the log', async (t) => {
   if (!browser || !coffer || !receiver) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');

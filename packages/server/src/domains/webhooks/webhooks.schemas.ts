@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { idPattern } from '../../ids.js';
 import { listQuerySchema } from '../../http/pagination.js';
-import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
+import { DataEnvelope, ListEnvelope, Nullable, Timestamp } from '../../http/schemas.js';
 import { FEED_EVENT_TYPES, type FeedEventType } from '../events/events.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 
@@ -16,9 +16,6 @@ export const WEBHOOK_EVENT_KINDS = FEED_EVENT_TYPES.filter(
   (k): k is Exclude<FeedEventType, 'project.deleted'> => k !== 'project.deleted',
 );
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
 
 export const WebhookParams = Type.Object(
   {
