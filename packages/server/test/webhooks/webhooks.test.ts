@@ -362,7 +362,12 @@ for (const dialect of DIALECTS) {
 
     it('disables a webhook that fails for the whole retry window, with an audit event', async () => {
       const failing = await startTestApp(dialect, {
-        env: { ...ALLOW_LOCAL, WEBHOOK_RETRY_BASE_MS: '100', WEBHOOK_RETRY_WINDOW_SECONDS: '2' },
+        env: {
+          ...ALLOW_LOCAL,
+          WEBHOOK_RETRY_BASE_MS: '100',
+          WEBHOOK_RETRY_WINDOW_SECONDS: '2',
+          METRICS_TOKEN: 'metrics-token-for-webhooks',
+        },
       });
       try {
         const owner = await signUp(failing);
@@ -403,6 +408,14 @@ for (const dialect of DIALECTS) {
         assert.equal(audit.length, 1);
         assert.equal(audit[0]!.actor_id, null);
         assert.equal(JSON.parse(audit[0]!.data).reason, 'failing');
+        const metrics = await failing.request({
+          method: 'GET',
+          url: '/metrics',
+          headers: { authorization: 'Bearer metrics-token-for-webhooks' },
+        });
+        const failed = /^coffer_webhook_failed_attempts_total (\d+)$/m.exec(metrics.body)?.[1];
+        assert.ok(Number(failed) > 2, metrics.body);
+        assert.match(metrics.body, /^coffer_webhook_deliveries_pending 0$/m);
         // A disabled webhook takes no test event until an admin enables it.
         errorOf(await as(failing, owner, 'POST', `${base}/${hook.id}/test`), 422, 'unprocessable');
         const enabled = dataOf(

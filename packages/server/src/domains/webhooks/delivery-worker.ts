@@ -57,7 +57,7 @@ class CursorMoved extends Error {}
  * lost is sent again, with the same `webhook-id`.
  */
 export class WebhookWorker {
-  /** Attempts that failed since start (read by the metrics). */
+  /** Attempts that failed since start (`coffer_webhook_failed_attempts_total`). */
   failedAttempts = 0;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
