@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { LOG_RETENTION_MS } from '../../src/domains/webhooks/delivery-worker.js';
 import { createTestDb, DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { as, dataOf, errorOf, eventually } from '../support/http.js';
@@ -500,6 +501,42 @@ for (const dialect of DIALECTS) {
           .execute()
       ).map((e) => e.action);
       assert.deepEqual(actions, ['webhook.created', 'webhook.updated', 'webhook.deleted']);
+    });
+  });
+
+  describe(`webhook delivery log retention (${dialect})`, () => {
+    it('keeps finished deliveries for 30 days, then forgets them with their attempts', async () => {
+      const t = await startTestApp(dialect, { env: ALLOW_LOCAL });
+      const r = await startReceiver();
+      try {
+        const owner = await signUp(t);
+        const { id: projectId } = dataOf(
+          await as(t, owner, 'POST', '/v1/projects', { name: 'retention' }),
+          201,
+        );
+        const base = `/v1/projects/${projectId}/webhooks`;
+        const hook: Created = dataOf(await as(t, owner, 'POST', base, { url: r.url }), 201);
+        const queued = dataOf(await as(t, owner, 'POST', `${base}/${hook.id}/test`), 202);
+        const stored = (table: 'webhook_deliveries' | 'webhook_attempts') =>
+          t.testDb.db.kysely
+            .selectFrom(table)
+            .select('id')
+            .where(table === 'webhook_deliveries' ? 'id' : 'delivery_id', '=', queued.id)
+            .execute();
+        await eventually(async () => (await stored('webhook_attempts')).length === 1, 'delivered');
+        t.clock.advance(LOG_RETENTION_MS - 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 200)); // several polls
+        assert.equal((await stored('webhook_deliveries')).length, 1, 'kept a minute before');
+        t.clock.advance(120_000);
+        await eventually(
+          async () => (await stored('webhook_deliveries')).length === 0,
+          'the delivery forgotten',
+        );
+        assert.equal((await stored('webhook_attempts')).length, 0, 'its attempts go with it');
+      } finally {
+        await r.close();
+        await t.close();
+      }
     });
   });
 

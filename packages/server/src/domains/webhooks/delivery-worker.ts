@@ -14,6 +14,10 @@ export const RETRY_MAX_MS = 4 * 3600_000;
 /** How long a claimed queue stays reserved for the worker that claimed it; renewed per attempt. */
 const LEASE_MS = 2 * 60_000;
 const BATCH = 20;
+/** How long the delivery log keeps a finished delivery. */
+export const LOG_RETENTION_MS = 30 * 86_400_000;
+/** Finished deliveries deleted per pass at most (the rest go in the next passes). */
+const PRUNE_BATCH = 1000;
 /** Deliveries one claim sends in a row before giving other webhooks their turn. */
 const PER_CLAIM = 50;
 
@@ -120,6 +124,7 @@ export class WebhookWorker {
     if (changed === 'all') await this.enqueueNewEvents(null);
     else for (const projectId of changed) await this.enqueueNewEvents(projectId);
     await this.deliverDue();
+    if (changed === 'all') await this.pruneLog();
   }
 
   /**
@@ -149,6 +154,12 @@ export class WebhookWorker {
       }
     }
     return queued;
+  }
+
+  /** Forgets finished deliveries older than `LOG_RETENTION_MS` (on the poll, not after every write). */
+  async pruneLog(): Promise<number> {
+    const before = new Date(this.deps.clock.now().getTime() - LOG_RETENTION_MS).toISOString();
+    return repo.pruneFinished(this.deps.db.kysely, before, PRUNE_BATCH);
   }
 
   /** Sends what is due, one claimed queue at a time; returns how many attempts were made. */

@@ -287,3 +287,21 @@ export const deliveryExists = async (db: Db, id: string): Promise<boolean> =>
     .select('id')
     .where('id', '=', id)
     .executeTakeFirst()) !== undefined;
+
+/**
+ * Deletes up to `limit` finished deliveries (with their attempts) that ended
+ * before `before`: the delivery log keeps a bounded past.
+ */
+export async function pruneFinished(db: Db, before: string, limit: number): Promise<number> {
+  const old = db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('status', '!=', 'pending')
+    .where('finished_at', '<', before)
+    .limit(limit);
+  const result = await db
+    .deleteFrom('webhook_deliveries')
+    .where('id', 'in', old)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
