@@ -40,6 +40,9 @@ const OWNER = {
   outbox: 'mail',
   key_pins: 'key-trust',
   membership_statements: 'membership-chain',
+  webhooks: 'webhooks',
+  webhook_deliveries: 'webhooks',
+  webhook_attempts: 'webhooks',
 };
 
 /** The deliberate exceptions: domain → another domain's table → why it writes it itself. */

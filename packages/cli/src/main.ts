@@ -75,6 +75,10 @@ const GROUPS: Record<string, Group> = {
     summary: 'create, list and revoke short-lived CI tokens',
     load: () => import('./commands/tokens.js'),
   },
+  webhooks: {
+    summary: 'signed webhooks of the change feed: create, update, test, rotate, delivery log',
+    load: () => import('./commands/webhooks.js'),
+  },
 };
 
 function mainHelp(): string {

@@ -179,6 +179,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       'Audit events of token reads waiting in memory to be written',
       () => parts.readAudit.size,
     );
+    metrics.counter(
+      'coffer_webhook_failed_attempts_total',
+      'Webhook delivery attempts that failed (retried until the webhook is disabled)',
+      () => parts.webhookWorker.failedAttempts,
+    );
+    metrics.gauge(
+      'coffer_webhook_deliveries_pending',
+      'Webhook deliveries queued and not yet delivered (backlog)',
+      async () =>
+        Number(
+          (
+            await infra.db.kysely
+              .selectFrom('webhook_deliveries')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('status', '=', 'pending')
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+    );
   }
   await app.register(healthRoutes, infra);
   await app.register(docsRoutes);

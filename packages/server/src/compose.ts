@@ -28,6 +28,9 @@ import { ListingCache } from './domains/secrets/listing-cache.js';
 import { secretsService } from './domains/secrets/secrets.service.js';
 import { tokensService } from './domains/tokens/tokens.service.js';
 import { vaultService } from './domains/vault/vault.service.js';
+import { WebhookWorker } from './domains/webhooks/delivery-worker.js';
+import { feedSource, latestEventId } from './domains/webhooks/feed-source.js';
+import { webhooksService } from './domains/webhooks/webhooks.service.js';
 
 /** What the app is built from: configuration and connections, nothing of a domain. */
 export interface Infrastructure {
@@ -75,6 +78,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     onError: (err, dropped) => log.error({ err, dropped }, 'writing read audit events failed'),
   });
   const invitationSweep = invitationExpirySweep(infra, log);
+  const webhookWorker = new WebhookWorker({ db, clock, config, log, source: feedSource });
   // The change feed: told of every committed write (across instances with
   // Redis), it reads the new events from the audit log once per project.
   const notifier = new ChangeNotifier({
@@ -86,6 +90,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     pollMs: config.events.pollMs,
     onError: (err) => log.error({ err }, 'change feed: reading the audit log failed'),
   });
+  // Webhooks turn the feed's new events into deliveries when a project changes.
+  notifier.subscribe((projectId) => webhookWorker.wake(projectId));
 
   // A service that calls another domain receives that domain's service.
   const identity = identityService({ config, db, clock, credentials });
@@ -115,6 +121,12 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     tokens,
     keyTrust: keyTrustService({ ...infra, identity, vault }),
     membershipChain: membershipChainService({ ...infra, identity }),
+    webhooks: webhooksService({
+      ...infra,
+      vault,
+      wakeDelivery: () => webhookWorker.wake(),
+      latestEventId,
+    }),
     events: eventsService({ ...infra, hub: feedHub }),
   };
 
@@ -124,18 +136,21 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     credentials,
     resolver,
     outbox,
+    webhookWorker,
     readAudit,
     /** The change feed's notifier (call after a write commits) and its per-project fan-out. */
     events: { notifier, hub: feedHub },
     /** Starts the background work (when the app is ready). */
     start(): void {
       outbox.start();
+      webhookWorker.start();
       invitationSweep.start();
     },
     /** Stops it and flushes what waits in memory (when the app closes). */
     async close(): Promise<void> {
       invitationSweep.stop();
       await outbox.stop();
+      await webhookWorker.stop();
       await readAudit.close();
       listingCache.close();
       feedHub.close();

@@ -42,10 +42,40 @@ export interface Config {
   readonly maxConnections: number;
   /** How often the e-mail outbox worker looks for due messages (it is also woken after each enqueue). */
   readonly outboxPollMs: number;
+  readonly webhooks: WebhookConfig;
   /** The change feed's streams (`GET /v1/projects/{id}/events`). */
   readonly events: EventsConfig;
   readonly dashboard: DashboardConfig;
   readonly metrics: MetricsConfig;
+}
+
+/** Outbound webhook deliveries (docs/webhooks.md). */
+export interface WebhookConfig {
+  /** `WEBHOOK_ALLOW_PRIVATE`: receivers on loopback, private, link-local and CGNAT addresses. */
+  readonly allowPrivate: boolean;
+  /** `WEBHOOK_ALLOW_HTTP`: `http://` receivers (HTTPS otherwise). */
+  readonly allowHttp: boolean;
+  /** `WEBHOOK_SECRET_KEY`: 32 bytes that encrypt the signing secrets at rest; null: stored as is. */
+  readonly secretKey: Buffer | null;
+  /** `WEBHOOK_RETRY_BASE_MS`: the first retry's delay; each later one doubles it (with jitter). */
+  readonly retryBaseMs: number;
+  /** `WEBHOOK_RETRY_WINDOW_SECONDS`: how long a delivery is retried, and how long a webhook may fail before it is disabled. */
+  readonly retryWindowSeconds: number;
+  /** `WEBHOOK_TIMEOUT_MS`: one attempt, from connecting to the end of the response. */
+  readonly timeoutMs: number;
+}
+
+/** 32 random bytes, base64 (`openssl rand -base64 32`). */
+function webhookSecretKey(raw: string | undefined): Buffer | null {
+  if (raw === undefined) return null;
+  const key = Buffer.from(raw, 'base64');
+  if (key.length !== 32 || key.toString('base64') !== raw) {
+    throw new ConfigError(
+      'WEBHOOK_SECRET_KEY',
+      'must be 32 bytes in base64 (e.g. openssl rand -base64 32)',
+    );
+  }
+  return key;
 }
 
 /** Prometheus metrics: off unless a port or a token is set. */
@@ -287,6 +317,14 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     connectionIdleTimeoutMs: int('CONNECTION_IDLE_TIMEOUT_MS', 15_000, 100, 600_000),
     maxConnections: int('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     outboxPollMs: int('OUTBOX_POLL_MS', 5_000, 10, 3_600_000),
+    webhooks: {
+      allowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
+      allowHttp: bool('WEBHOOK_ALLOW_HTTP', false),
+      secretKey: webhookSecretKey(read('WEBHOOK_SECRET_KEY')),
+      retryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+      retryWindowSeconds: int('WEBHOOK_RETRY_WINDOW_SECONDS', 86_400, 1, 7 * 86_400),
+      timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    },
     events: {
       maxStreamsPerCredential: int('EVENTS_MAX_STREAMS_PER_CREDENTIAL', 20, 1, 1_000_000),
       maxStreams: int('EVENTS_MAX_STREAMS', 5_000, 1, 1_000_000),

@@ -14,6 +14,9 @@ export const ID_PREFIX = {
   auditEvent: 'evt',
   grant: 'grt',
   outbox: 'msg',
+  webhook: 'whk',
+  webhookDelivery: 'whd',
+  webhookAttempt: 'wha',
 } as const;
 
 type IdKind = keyof typeof ID_PREFIX;

@@ -56,6 +56,15 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     ),
   },
   {
+    path: 'webhooks',
+    label: 'Webhooks',
+    roles: ADMINS,
+    route: page(
+      () => import('./webhooks/WebhooksPage'),
+      (m) => m.WebhooksPage,
+    ),
+  },
+  {
     path: 'audit',
     label: 'Audit',
     roles: ADMINS,

@@ -26,11 +26,11 @@ import {
 } from './support/flows.js';
 import {
   adminPage,
-  adminScreenshots,
   assertAdminAccessible,
   bodyRows,
   ensureCliBuilt,
   openTab,
+  watched,
   runCli,
   sdkMember,
 } from './support/admin.js';
@@ -86,17 +86,6 @@ function runLine(line: string, command: string[]) {
   assert.equal(words.shift(), 'coffer');
   assert.equal(words.pop(), '<command>');
   return runCli([...words, ...command], env);
-}
-
-async function watched<T>(visitor: Visitor, name: string, run: () => Promise<T>) {
-  try {
-    const out = await run();
-    visitor.check();
-    return out;
-  } catch (error) {
-    await adminScreenshots(visitor.page, `failed-${name}`).catch(() => undefined);
-    throw error;
-  }
 }
 
 test('an API key with staging:read: shown once and copied, read by the CLI, refused production, revoked', async (t) => {

@@ -21,6 +21,9 @@ export interface Database {
   server_settings: ServerSettingTable;
   key_pins: KeyPinsTable;
   membership_statements: MembershipStatementTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  webhook_attempts: WebhookAttemptTable;
 }
 
 export interface UserTable {
@@ -239,4 +242,65 @@ interface MembershipStatementTable {
   /** JSON of the statement exactly as signed (see the SDK's CRYPTO.md, "Membership chain"). */
   statement: string;
   created_at: string;
+}
+
+/** A project's webhook endpoint (see `domains/webhooks`). */
+export interface WebhookTable {
+  id: string;
+  project_id: string;
+  url: string;
+  description: string;
+  /** JSON array of environment ids; empty: every environment. */
+  environments: string;
+  /** JSON array of event kinds; empty: every kind. */
+  event_kinds: string;
+  enabled: number;
+  /** Why it is off: `failing` (disabled by the server after sustained failure) or `admin`. */
+  disabled_reason: 'failing' | 'admin' | null;
+  disabled_at: string | null;
+  /** The signing secret as stored (`domains/webhooks/secret-box.ts`). */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  /** The last change-feed event id turned into deliveries. */
+  event_cursor: string | null;
+  /** The last `seq` given to one of its deliveries. */
+  delivery_seq: number;
+  /** When the current run of failed attempts began; null after a success. */
+  failing_since: string | null;
+  /** Lease of the worker delivering its queue. */
+  locked_until: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One event to deliver to one webhook, in order of `seq`; its id is the `webhook-id` header. */
+export interface WebhookDeliveryTable {
+  id: string;
+  webhook_id: string;
+  seq: number;
+  event_id: string | null;
+  event_kind: string;
+  payload: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: string;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+/** One attempt at a delivery: what the receiver answered, never more than a short excerpt. */
+export interface WebhookAttemptTable {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: 'delivered' | 'failed';
+  error: string | null;
+  response_excerpt: string | null;
 }

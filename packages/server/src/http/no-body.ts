@@ -17,3 +17,8 @@ export async function refuseBodyFields(request: FastifyRequest): Promise<void> {
     fields.map((field) => ({ field, issue: 'unknown' })),
   );
 }
+
+/** `preValidation` for routes whose body is optional: a POST without one is validated as `{}`. */
+export async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined) request.body = {};
+}

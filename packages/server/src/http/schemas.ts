@@ -40,6 +40,10 @@ export const ErrorEnvelope = Type.Object(
   { additionalProperties: false },
 );
 
+/** A field that may be `null`. */
+export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
 /** ISO 8601 UTC timestamp with milliseconds and `Z`. */
 export const Timestamp = Type.String({ format: 'date-time' });
 

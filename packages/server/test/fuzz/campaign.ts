@@ -9,6 +9,7 @@ import {
   CofferClient,
   acceptInvitation,
   createApiKey,
+  createWebhook,
   createCiToken,
   createProjectWithVault,
   inviteMember,
@@ -138,6 +139,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       RATE_LIMIT_CI_TOKEN: '1000000',
       RATE_LIMIT_ANONYMOUS: '1000000',
       RATE_LIMIT_AUTH: '1000000',
+      // The fixture's webhook points at a closed local port; it is disabled, so nothing is sent.
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_ALLOW_HTTP: 'true',
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     });
     const ca = readFileSync(join(dataDir, 'tls/cert.pem'), 'utf8');
@@ -309,6 +313,11 @@ async function buildFixture(baseUrl: string, ca: string, dataDir: string): Promi
       keys[role] = { id: apiKey.id, bearer: credential.split('.')[0]! };
     }
     const ci = await createCiToken(vault, { scopes: { development: 'read' }, ttlSeconds: 3600 });
+    // Disabled: a delivery worker writing in the background would look like a change made by a refused request.
+    const webhook = await createWebhook(admin.client, project.id, {
+      url: 'http://127.0.0.1:9/fuzz',
+      enabled: false,
+    });
     vault.forget();
     const origin = new URL(baseUrl).origin;
     const bearer = (b: string) => ({ authorization: `Bearer ${b}` });
@@ -329,6 +338,7 @@ async function buildFixture(baseUrl: string, ca: string, dataDir: string): Promi
         name: 'FUZZ_SECRET',
         // Paths with `{id}`: API keys and CI tokens; the admin key's id serves both (404 for CI tokens).
         id: keys.viewer!.id,
+        webhook_id: webhook.id,
       },
     };
   } finally {

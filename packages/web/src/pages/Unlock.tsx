@@ -4,7 +4,7 @@ import { auth } from '../lib/auth';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
 import { dropSealed, useSealedCount } from '../secrets/store';
-import { unsavedChanges } from '../secrets/UnsavedChangesGuard';
+import { unsavedChanges } from '../secrets/unsaved';
 
 /** A live session without keys (a reload, the auto-lock): the password unlocks them again. */
 export function UnlockScreen({ user }: { user: User }) {

@@ -11,7 +11,7 @@ import {
   stagedProjectId,
   type Restored,
 } from './store';
-import { listNames, setSignOutAsked, unsavedChanges, useSignOutAsked } from './UnsavedChangesGuard';
+import { listNames, setSignOutAsked, unsavedChanges, useSignOutAsked } from './unsaved';
 import './dialogs.css';
 
 /** Leaving the project, or signing out, while changes are staged. */

@@ -38,7 +38,7 @@ import {
   useStagedSummary,
   type StagedChange,
 } from './store';
-import { listNames } from './UnsavedChangesGuard';
+import { listNames } from './unsaved';
 import { useLiveUpdates } from './live';
 import { ConfirmDialog } from '../ui/Dialog';
 import { EyeIcon } from '../ui/icons';

@@ -17,13 +17,33 @@ import {
   type LoggedIn,
   type Role,
 } from '@coffer/sdk';
-import { ROOT, a11yChecked, a11yFindings, checkA11y, screenshots, type Coffer } from './browser.js';
+import {
+  ROOT,
+  a11yChecked,
+  a11yFindings,
+  checkA11y,
+  screenshots,
+  type Coffer,
+  type Visitor,
+} from './browser.js';
 import { expect, type Page } from './expect.js';
 import { newAccount, type Account } from './flows.js';
 
 /** The page at 1280×800 and 375×740, light and dark (see `screenshots`). */
 export const adminScreenshots = (page: Page, name: string): Promise<void> =>
   screenshots(page, name);
+
+/** Runs a test's steps; on failure keeps screenshots (`failed-<name>`); then checks the browser guards. */
+export async function watched<T>(visitor: Visitor, name: string, run: () => Promise<T>) {
+  try {
+    const out = await run();
+    visitor.check();
+    return out;
+  } catch (error) {
+    await adminScreenshots(visitor.page, `failed-${name}`).catch(() => undefined);
+    throw error;
+  }
+}
 
 /** axe-core (collected for the file's accessibility test) and both screenshots. */
 export async function adminPage(page: Page, name: string): Promise<void> {

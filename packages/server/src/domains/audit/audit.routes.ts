@@ -3,12 +3,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { SESSION_OR_BEARER } from '../../http/openapi.js';
 import { listBody, listQuerySchema } from '../../http/pagination.js';
-import { ListEnvelope, Timestamp } from '../../http/schemas.js';
+import { ListEnvelope, Nullable, Timestamp } from '../../http/schemas.js';
 import { actorOf } from './audit.js';
 import type { auditService } from './audit.service.js';
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
 
 const AuditEvent = Type.Object(
   {

@@ -1,11 +1,11 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SESSION_ONLY } from '../../http/openapi.js';
 import { listBody } from '../../http/pagination.js';
 import { ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
-import { refuseBodyFields } from '../../http/no-body.js';
+import { absentBodyIsEmpty, refuseBodyFields } from '../../http/no-body.js';
 import {
   AcceptInvitationBody,
   AcceptedMemberResponse,
@@ -16,11 +16,6 @@ import {
 import type { invitationsService } from './invitations.service.js';
 
 const tags = ['invitations'];
-
-/** The accept body is optional: a POST without one is validated as `{}`. */
-async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
-  if (request.body === undefined) request.body = {};
-}
 
 /** `/v1/invitations`: the signed-in user's pending invitations, accept and decline. */
 export async function invitationsRoutes(

@@ -1,11 +1,8 @@
 import { Type } from 'typebox';
 import { idPattern } from '../../ids.js';
 import { listQuerySchema } from '../../http/pagination.js';
-import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
+import { DataEnvelope, ListEnvelope, Nullable, Timestamp } from '../../http/schemas.js';
 import { EnvironmentGrantInput, PublicKey } from '../vault/vault.schemas.js';
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
 
 const Role = Type.Union([Type.Literal('admin'), Type.Literal('developer'), Type.Literal('viewer')]);
 const Scope = Type.Union([Type.Literal('read'), Type.Literal('read_write')]);

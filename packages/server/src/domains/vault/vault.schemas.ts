@@ -8,10 +8,7 @@ import {
   SIGNATURE_PATTERN,
 } from '@coffer/sdk';
 import { idPattern } from '../../ids.js';
-import { DataEnvelope, Timestamp } from '../../http/schemas.js';
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
+import { DataEnvelope, Nullable, Timestamp } from '../../http/schemas.js';
 
 // ---- shared with the tokens domain -----------------------------------------
 
