@@ -269,12 +269,18 @@ for (const dialect of DIALECTS) {
       const r = await receiver((n) => (n < 2 ? { status: 503 } : { status: 200 }));
       const hook = await create(r.url);
       const first = await sendTest(hook.id);
-      await eventually(async () => r.received.length === 1, 'the first attempt');
+      // The failed attempt recorded (its retry scheduled) before the clock moves.
+      const failedAttempts = (n: number) =>
+        eventually(async () => {
+          const d = await deliveryOf(hook.id, first.id);
+          return d?.log.length === n && d.last_status_code === 503 ? d : undefined;
+        }, `attempt ${n} of the first event recorded`);
+      await failedAttempts(1);
       const second = await sendTest(hook.id);
       const third = await sendTest(hook.id);
       // Only the head is attempted while it fails.
       t.clock.advance(1000);
-      await eventually(async () => r.received.length === 2, 'the second attempt');
+      await failedAttempts(2);
       t.clock.advance(2000);
       await settled(hook.id, third.id, 'delivered');
       const ids = r.received.map((q) => q.headers['webhook-id']);
