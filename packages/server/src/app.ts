@@ -12,6 +12,7 @@ import { systemClock } from './clock.js';
 import { compose, type Infrastructure } from './compose.js';
 import { AppError } from './errors.js';
 import { registerErrorHandling, sendError } from './http/errors.js';
+import { trackAnswers, whenAnswered } from './http/connections.js';
 import { AccessLog, loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
 import {
@@ -117,6 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     : Fastify(options)
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
+  trackAnswers(app.server);
   const parts = compose({ ...deps, clock }, app.log);
   app.decorate('credentials', parts.credentials);
   app.addHook('onReady', async () => parts.start());
@@ -222,7 +224,9 @@ function rejectMalformedRequest(
     countAnonymous && socket.remoteAddress
       ? countAnonymous(socket.remoteAddress).catch(() => null)
       : Promise.resolve(null);
-  void counted.then((state) => {
+  // Bytes that cannot be parsed after a valid request on the same connection
+  // (pipelined): that request is answered first, as HTTP/1.1 orders answers.
+  void Promise.all([counted, whenAnswered(socket)]).then(([state]) => {
     if (socket.destroyed) return;
     const limits = state
       ? `X-RateLimit-Limit: ${state.limit}\r\nX-RateLimit-Remaining: ${state.remaining}\r\nX-RateLimit-Reset: ${state.reset}\r\n`

@@ -24,6 +24,47 @@ export const DRAIN_LINGER_MS = 1000;
 /** At most one "connection limit reached" line per this long, however many are refused. */
 const DROP_LOG_INTERVAL_MS = 60_000;
 
+const tracking = Symbol('coffer.tracksAnswers');
+
+/**
+ * Keeps, for each connection, the answers it still owes (a request received,
+ * its response not yet sent), so that what is written to the socket outside a
+ * response (the refusal of malformed bytes) waits its turn. Once per server.
+ */
+export function trackAnswers(server: Server & { [tracking]?: true }): void {
+  if (server[tracking]) return;
+  server[tracking] = true;
+  server.on(
+    'request',
+    (request: IncomingMessage & { socket: Tracked }, response: ServerResponse) => {
+      const socket = request.socket;
+      const pending = (socket[unanswered] ??= new Set());
+      pending.add(response);
+      response.once('close', () => {
+        pending.delete(response);
+        socket[quietSince] = Date.now();
+      });
+    },
+  );
+}
+
+/**
+ * Resolves once every request this connection received so far has its answer
+ * written (HTTP/1.1 answers in request order), or the connection is gone.
+ */
+export function whenAnswered(socket: Socket): Promise<void> {
+  const pending = [...((socket as Tracked)[unanswered] ?? [])].filter((r) => !r.writableFinished);
+  return Promise.all(
+    pending.map(
+      (response) =>
+        new Promise<void>((resolve) => {
+          response.once('finish', resolve);
+          response.once('close', resolve);
+        }),
+    ),
+  ).then(() => undefined);
+}
+
 /**
  * Bounds what a connection may cost before it has asked for anything:
  *
@@ -64,6 +105,7 @@ export function guardConnections(
     socket[idleTimer] = timer;
     socket.once('close', () => clearTimeout(timer));
   });
+  trackAnswers(server);
   server.on(
     'request',
     (request: IncomingMessage & { socket: Tracked }, response: ServerResponse) => {
@@ -73,13 +115,9 @@ export function guardConnections(
         clearTimeout(timer);
         delete socket[idleTimer];
       }
-      const pending = (socket[unanswered] ??= new Set());
-      pending.add(response);
       // During shutdown every answer closes its connection after it is sent.
       if (draining) response.shouldKeepAlive = false;
       response.once('close', () => {
-        pending.delete(response);
-        socket[quietSince] = Date.now();
         if (draining) closeWhenQuiet(socket);
       });
     },
