@@ -113,9 +113,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clientErrorHandler: (err: Error & { code?: string }, socket: Socket) =>
       rejectMalformedRequest(err, socket, nextRequestId(), countAnonymous),
   };
+  // Node's own refusal of a request without Host is a bare 400; the pipeline
+  // refuses it instead, in Form A (`refuseWithoutHost`).
   const app = (deps.https
-    ? Fastify({ ...options, https: deps.https } as FastifyServerOptions)
-    : Fastify(options)
+    ? Fastify({
+        ...options,
+        https: { ...deps.https, requireHostHeader: false },
+      } as FastifyServerOptions)
+    : Fastify({ ...options, http: { requireHostHeader: false } } as FastifyServerOptions)
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
   trackAnswers(app.server);

@@ -60,6 +60,25 @@ for (const dialect of DIALECTS) {
       assert.equal(versions.length, 1);
     });
 
+    it('a request without Host: Form A 400 with its request id and rate-limit headers', async () => {
+      for (const path of ['/v1/projects', '/v1/nowhere', '/healthz']) {
+        const text = await exchange(
+          port,
+          `GET ${path} HTTP/1.1\r\nConnection: close\r\nCookie: ${project.admin.headers.cookie}\r\n\r\n`,
+        );
+        assert.deepEqual(statusLines(text), [400], text);
+        const [head, body] = text.split('\r\n\r\n');
+        assert.match(head!, /x-request-id: req_/i);
+        if (path !== '/healthz') assert.match(head!, /x-ratelimit-remaining: \d+/i);
+        const error = (JSON.parse(body!) as { error: { code: string; details: unknown } }).error;
+        assert.equal(error.code, 'validation_error');
+        assert.deepEqual(error.details, [{ field: 'host', issue: 'required' }]);
+      }
+      // HTTP/1.0 does not require it.
+      const old = await exchange(port, 'GET /healthz HTTP/1.0\r\n\r\n');
+      assert.deepEqual(statusLines(old.replace('HTTP/1.0', 'HTTP/1.1')), [200], old);
+    });
+
     it('DELETE: its answer first, then the 400, then close; deleted', async () => {
       const env = project.env.staging;
       const path = `/v1/projects/${project.id}/environments/${env.id}/secrets/GONE`;
