@@ -15,6 +15,7 @@ import { registerErrorHandling, sendError } from './http/errors.js';
 import { trackAnswers, whenAnswered } from './http/connections.js';
 import { AccessLog, loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
+import { documentIdempotency, registerIdempotency } from './http/idempotency.js';
 import {
   MemoryRateLimitStore,
   type RateLimitState,
@@ -139,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
   conventions = pipeline.onRequest;
   countAnonymous = pipeline.countAnonymous;
+  registerIdempotency(app, parts);
   // JSON is the only request body type; anything else is 415.
   app.removeContentTypeParser('text/plain');
 
@@ -170,9 +172,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
     transformObject: (document) =>
-      documentErrorResponses(
-        withOptionalDefaults(
-          'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+      documentIdempotency(
+        documentErrorResponses(
+          withOptionalDefaults(
+            'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+          ),
         ),
       ),
   });

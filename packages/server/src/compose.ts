@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Clock } from './clock.js';
+import { claimedClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import type { CredentialResolver } from './http/principal.js';
@@ -15,6 +15,7 @@ import {
 } from './domains/identity/credentials.js';
 import { identityService } from './domains/identity/identity.service.js';
 import { invitationsService } from './domains/invitations/invitations.service.js';
+import { idempotencyPurge, idempotencyService } from './domains/idempotency/idempotency.service.js';
 import { keyTrustService } from './domains/key-trust/key-trust.service.js';
 import { OutboxWorker } from './domains/mail/outbox-worker.js';
 import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
@@ -45,7 +46,8 @@ export interface Infrastructure {
  * call (`Services`); nothing else constructs a service.
  */
 export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) {
-  const { config, db, clock, redis } = infrastructure;
+  const { config, db, redis } = infrastructure;
+  const clock = claimedClock(infrastructure.clock);
   const listingCache =
     infrastructure.listingCache ??
     new ListingCache({
@@ -72,6 +74,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     onError: (err, dropped) => log.error({ err, dropped }, 'writing read audit events failed'),
   });
   const invitationSweep = invitationExpirySweep(infra, log);
+  const idempotency = idempotencyService(infra);
+  const idempotencySweep = idempotencyPurge(idempotency, log);
 
   // A service that calls another domain receives that domain's service.
   const identity = identityService({ config, db, clock, credentials });
@@ -110,14 +114,18 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     resolver,
     outbox,
     readAudit,
+    /** Idempotency keys: the pipeline's claims (http/idempotency.ts). */
+    idempotency,
     /** Starts the background work (when the app is ready). */
     start(): void {
       outbox.start();
       invitationSweep.start();
+      idempotencySweep.start();
     },
     /** Stops it and flushes what waits in memory (when the app closes). */
     async close(): Promise<void> {
       invitationSweep.stop();
+      idempotencySweep.stop();
       await outbox.stop();
       await readAudit.close();
       listingCache.close();

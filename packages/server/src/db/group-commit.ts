@@ -1,5 +1,6 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { claimedTransaction } from './write-claims.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;
@@ -31,7 +32,12 @@ export class GroupCommit {
     private readonly maxGroup = 256,
   ) {}
 
+  /** Runs `work` in the next group; under the caller's idempotency claim (db/write-claims.ts). */
   run<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+    return claimedTransaction((claimed) => this.enqueue(claimed), work);
+  }
+
+  private enqueue<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.draining) void this.drain();

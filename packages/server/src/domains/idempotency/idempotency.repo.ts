@@ -1,0 +1,58 @@
+import type { Kysely } from 'kysely';
+import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
+
+export type StoredKey = Pick<IdempotencyKeyTable, 'fingerprint' | 'result' | 'created_at'>;
+
+/** The key's row while it is live (not yet expired at `now`). */
+export async function findLiveKey(
+  db: Kysely<Database>,
+  lookup: string,
+  now: string,
+): Promise<StoredKey | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .select(['fingerprint', 'result', 'created_at'])
+    .where('lookup', '=', lookup)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+}
+
+/**
+ * Records a committed write under its key, in the write's transaction. An
+ * expired row of the same key is replaced; a live one is left as it is, and
+ * `false` says so (another request with the key committed first).
+ */
+export async function insertCommittedKey(
+  trx: Kysely<Database>,
+  row: IdempotencyKeyTable,
+  now: string,
+): Promise<boolean> {
+  const { lookup: _lookup, ...replacement } = row;
+  const inserted = await trx
+    .insertInto('idempotency_keys')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('lookup').doUpdateSet(replacement).where('idempotency_keys.expires_at', '<=', now),
+    )
+    .returning('lookup')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/** Removes keys that expired before `now`, at most `limit` at a time; how many went. */
+export async function deleteExpiredKeys(
+  db: Kysely<Database>,
+  now: string,
+  limit: number,
+): Promise<number> {
+  const expired = db
+    .selectFrom('idempotency_keys')
+    .select('lookup')
+    .where('expires_at', '<=', now)
+    .limit(limit);
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where('lookup', 'in', expired)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
