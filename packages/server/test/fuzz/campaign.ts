@@ -731,6 +731,23 @@ function mutationsFor(
     dropCredential: true,
   });
   add({ label: 'oversized header', path, headers: { 'x-padding': 'p'.repeat(20_000) } });
+  if (unsafe) {
+    // A malformed Idempotency-Key is refused before anything is done, with a valid body.
+    for (const [label, key] of [
+      ['empty', ''],
+      ['15 characters', 'k'.repeat(15)],
+      ['65 characters', 'k'.repeat(65)],
+      ['space', 'sixteen chars with spaces'],
+      ['latin-1', 'clé-0123456789abcdef\u00ff'],
+    ] as [string, string][]) {
+      add({
+        label: `Idempotency-Key ${label}`,
+        path,
+        headers: { ...(schema ? json : {}), 'idempotency-key': key },
+        ...(schema ? { body: JSON.stringify(exampleOf(schema)) } : {}),
+      });
+    }
+  }
   add({
     label: 'no Host header',
     path,
