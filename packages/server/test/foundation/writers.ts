@@ -42,7 +42,14 @@ export async function signUpSession(server: ServerProcess, ca: string): Promise<
 
 /** What became of one write as the client saw it. */
 export type Outcome =
-  | { answered: true; status: number; body: string; connection: string | undefined }
+  | {
+      answered: true;
+      status: number;
+      body: string;
+      connection: string | undefined;
+      /** `Idempotent-Replayed: true`: answered from an earlier attempt's write. */
+      replayed: boolean;
+    }
   | { answered: false; code: string; reusedSocket: boolean };
 
 /** `POST /v1/projects` on the given (kept-alive) agent. */
@@ -78,6 +85,7 @@ export function createProject(
             status: res.statusCode ?? 0,
             body: text,
             connection: res.headers.connection,
+            replayed: res.headers['idempotent-replayed'] === 'true',
           }),
         );
         res.on('error', (err: NodeJS.ErrnoException) =>
