@@ -28,7 +28,8 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
   --log-level=L      server LOG_LEVEL (default info, the server's own default)
 
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
-read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
+read-secret, write-secret, write-secret-keyed (the same writes with a new
+Idempotency-Key each; its ratio to write-secret is reported), members-list, rate-limited-429, unauthenticated-401,
 http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list,
 coffer-run, rekey-1k, rekey-10k, rss; dashboard (all of the dashboard's rows:
 dashboard-first-load, dashboard-unlock, dashboard-argon2id, dashboard-unlock-rest,

@@ -34,7 +34,7 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s';
+  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | '%';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
