@@ -1,4 +1,4 @@
-import { writeClaims } from './db/write-claims.js';
+import { activeClaim } from './db/write-claims.js';
 
 /** The server's notion of "now", injectable so tests can move time (token expiry) without sleeping. */
 export interface Clock {
@@ -13,5 +13,5 @@ export const systemClock: Clock = { now: () => new Date() };
  * that a repeat's answer carries the same times (db/write-claims.ts).
  */
 export function claimedClock(clock: Clock): Clock {
-  return { now: () => writeClaims.getStore()?.at ?? clock.now() };
+  return { now: () => activeClaim()?.at ?? clock.now() };
 }

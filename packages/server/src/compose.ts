@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import { claimedClock, type Clock } from './clock.js';
+import { unclaimed } from './db/write-claims.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import type { CredentialResolver } from './http/principal.js';
@@ -87,7 +88,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     clock,
     config,
     credentials,
-    wakeOutbox: () => outbox.wake(),
+    // The worker's run outlives the request that wakes it: not under its claim.
+    wakeOutbox: () => unclaimed(() => outbox.wake()),
     identity,
     projects,
     tokens,

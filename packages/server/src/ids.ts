@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { writeClaims } from './db/write-claims.js';
+import { activeClaim } from './db/write-claims.js';
 
 /** Identifier prefixes; the suffix is 20 random base62 characters (≈119 bits). */
 export const ID_PREFIX = {
@@ -39,7 +39,7 @@ function randomByte(): number {
 export function newId(kind: IdKind): string {
   // A request with an idempotency key draws its ids from the key, so that a
   // repeat makes the same ones (db/write-claims.ts); others from the CSPRNG.
-  const claim = writeClaims.getStore();
+  const claim = activeClaim();
   const bytes = claim ? claim.idBytes(kind) : null;
   let i = 0;
   const next = bytes ? () => bytes[i++ % bytes.length]! : randomByte;

@@ -41,6 +41,12 @@ export interface WriteClaim {
   explain(error: unknown): Promise<unknown>;
   /** Whether a transaction of this request has taken the claim. */
   settled: boolean;
+  /**
+   * True until the request is answered. Work it started that outlives it
+   * (a timer of a background worker, which inherits the context) is then no
+   * longer claimed: its ids, time and transactions are its own.
+   */
+  active: boolean;
 }
 
 /**
@@ -48,6 +54,12 @@ export interface WriteClaim {
  * A context, not state: each request runs in its own (`http/idempotency.ts`).
  */
 export const writeClaims = new AsyncLocalStorage<WriteClaim>();
+
+/** The claim of the request being handled, while it is being handled. */
+export function activeClaim(): WriteClaim | undefined {
+  const claim = writeClaims.getStore();
+  return claim?.active ? claim : undefined;
+}
 
 /**
  * Runs one write transaction under the current request's claim. `transact`
@@ -61,7 +73,7 @@ export const writeClaims = new AsyncLocalStorage<WriteClaim>();
 export async function claimedTransaction<T>(
   transact: (work: (trx: Kysely<Database>) => Promise<T>) => Promise<T>,
   work: (trx: Kysely<Database>) => Promise<T>,
-  claim: WriteClaim | undefined = writeClaims.getStore(),
+  claim: WriteClaim | undefined = activeClaim(),
 ): Promise<T> {
   if (!claim || claim.settled) return transact(work);
   if (claim.committed) {

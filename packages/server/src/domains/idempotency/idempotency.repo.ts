@@ -1,20 +1,28 @@
 import type { Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
+import { preparedQuery } from '../../db/prepared-query.js';
 
 export type StoredKey = Pick<IdempotencyKeyTable, 'fingerprint' | 'result' | 'created_at'>;
 
-/** The key's row while it is live (not yet expired at `now`). */
+const liveKey = preparedQuery((db, lookup: string, now: string) =>
+  db
+    .selectFrom('idempotency_keys')
+    .select(['fingerprint', 'result', 'created_at'])
+    .where('lookup', '=', lookup)
+    .where('expires_at', '>', now),
+);
+
+/**
+ * The key's row while it is live (not yet expired at `now`). Every keyed write
+ * asks first: prepared, and on SQLite read on the reader connection, so it
+ * does not queue behind the writes.
+ */
 export async function findLiveKey(
   db: Kysely<Database>,
   lookup: string,
   now: string,
 ): Promise<StoredKey | undefined> {
-  return db
-    .selectFrom('idempotency_keys')
-    .select(['fingerprint', 'result', 'created_at'])
-    .where('lookup', '=', lookup)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
+  return (await liveKey(db, lookup, now))[0];
 }
 
 /**

@@ -121,7 +121,9 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
       let settle!: () => void;
       const mine = new Promise<void>((resolve) => (settle = resolve));
       handling.set(lookup, mine);
+      let claim: WriteClaim | null = null;
       const done = () => {
+        if (claim) claim.active = false;
         settle();
         if (handling.get(lookup) === mine) handling.delete(lookup);
       };
@@ -131,8 +133,9 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
         if (stored && stored.fingerprint !== fingerprint) throw reused();
         const ids = new Map<string, number>();
         const at = stored ? new Date(stored.created_at) : clock.now();
-        const claim: WriteClaim = {
+        claim = {
           settled: false,
+          active: true,
           committed: stored ? cipher.open(stored.result) : null,
           replayed,
           at,
