@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { as, dataOf } from '../support/http.js';
-import { signUp } from '../support/users.js';
+import { logIn, signUp } from '../support/users.js';
 import { envelope, projectWithVault, type VaultProject } from '../support/vault.js';
 
 const newKey = () => randomBytes(24).toString('base64url');
@@ -139,6 +139,19 @@ for (const dialect of DIALECTS) {
         200,
       );
       assert.equal(projects.filter((p) => p.name === 'Idempotent').length, 1);
+    });
+
+    it('revoking another session twice under one key: 204 both times', async () => {
+      const other = await logIn(t, project.admin.email, project.admin.password);
+      assert.ok(other.sessionId, other.res.body);
+      const key = newKey();
+      const url = `/v1/me/sessions/${other.sessionId}`;
+      const first = await send('DELETE', url, undefined, key);
+      const again = await send('DELETE', url, undefined, key);
+      assert.equal(first.statusCode, 204, first.body);
+      assert.deepEqual(answerOf(again), answerOf(first));
+      const gone = await send('DELETE', url, undefined, newKey());
+      assert.equal(gone.statusCode, 404, 'without the key, a second revocation finds nothing');
     });
 
     it('keys belong to their credential: another user with the same key writes on its own', async () => {
