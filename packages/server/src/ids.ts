@@ -39,8 +39,10 @@ function randomByte(): number {
 export function newId(kind: IdKind): string {
   // A request with an idempotency key draws its ids from the key, so that a
   // repeat makes the same ones (db/write-claims.ts); others from the CSPRNG.
+  // Ids made inside the write itself are not made again by a repeat (it skips
+  // the write), so only those made around it need to come from the key.
   const claim = activeClaim();
-  const bytes = claim ? claim.idBytes(kind) : null;
+  const bytes = claim && !claim.writing ? claim.idBytes(kind) : null;
   let i = 0;
   const next = bytes ? () => bytes[i++ % bytes.length]! : randomByte;
   // Rejection sampling keeps every character uniform over the 62-letter alphabet.

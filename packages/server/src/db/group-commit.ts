@@ -1,6 +1,7 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { claimedTransaction } from './write-claims.js';
+import { AsyncResource } from 'node:async_hooks';
+import { activeClaim, claimedTransaction } from './write-claims.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;
@@ -34,7 +35,12 @@ export class GroupCommit {
 
   /** Runs `work` in the next group; under the caller's idempotency claim (db/write-claims.ts). */
   run<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
-    return claimedTransaction((claimed) => this.enqueue(claimed), work);
+    // The group runs every work from the first caller's async context; each
+    // runs in its own caller's instead (its idempotency claim, its clock).
+    return claimedTransaction(
+      (claimed) => this.enqueue(activeClaim() ? AsyncResource.bind(claimed) : claimed),
+      work,
+    );
   }
 
   private enqueue<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {

@@ -41,6 +41,8 @@ export interface WriteClaim {
   explain(error: unknown): Promise<unknown>;
   /** Whether a transaction of this request has taken the claim. */
   settled: boolean;
+  /** While the write's work runs: ids it makes are skipped by a repeat, so need not be drawn from the key. */
+  writing: boolean;
   /**
    * True until the request is answered. Work it started that outlives it
    * (a timer of a background worker, which inherits the context) is then no
@@ -83,9 +85,14 @@ export async function claimedTransaction<T>(
   }
   try {
     const value = await transact(async (trx) => {
-      const result = await work(trx);
-      await claim.record(trx, result);
-      return result;
+      claim.writing = true;
+      try {
+        const result = await work(trx);
+        await claim.record(trx, result);
+        return result;
+      } finally {
+        claim.writing = false;
+      }
     });
     claim.settled = true;
     return value;

@@ -40,8 +40,10 @@ const sha256 = (...parts: string[]) =>
  * data). The server keeps neither the key nor anything it could decrypt with.
  */
 function resultCipher(key: string, owner: string, lookup: string) {
-  const secret = Buffer.from(hkdfSync('sha256', key, owner, 'coffer idempotency result', 32));
-  const idSecret = Buffer.from(hkdfSync('sha256', key, owner, 'coffer idempotency ids', 32));
+  // One HKDF for both keys: it runs on every keyed write.
+  const keys = Buffer.from(hkdfSync('sha256', key, owner, 'coffer idempotency', 64));
+  const secret = keys.subarray(0, 32);
+  const idSecret = keys.subarray(32);
   return {
     /** The n-th id of `kind` of a request under this key: the same on every attempt. */
     idBytes: (kind: string, n: number) =>
@@ -135,6 +137,7 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
         const at = stored ? new Date(stored.created_at) : clock.now();
         claim = {
           settled: false,
+          writing: false,
           active: true,
           committed: stored ? cipher.open(stored.result) : null,
           replayed,
