@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
 import { preparedQuery } from '../../db/prepared-query.js';
 
@@ -28,23 +28,23 @@ export async function findLiveKey(
 /**
  * Records a committed write under its key, in the write's transaction. An
  * expired row of the same key is replaced; a live one is left as it is, and
- * `false` says so (another request with the key committed first).
+ * `false` says so (another request with the key committed first). Plain SQL
+ * (the same on both dialects): it runs in every keyed write.
  */
 export async function insertCommittedKey(
   trx: Kysely<Database>,
   row: IdempotencyKeyTable,
   now: string,
 ): Promise<boolean> {
-  const { lookup: _lookup, ...replacement } = row;
-  const inserted = await trx
-    .insertInto('idempotency_keys')
-    .values(row)
-    .onConflict((oc) =>
-      oc.column('lookup').doUpdateSet(replacement).where('idempotency_keys.expires_at', '<=', now),
-    )
-    .returning('lookup')
-    .executeTakeFirst();
-  return inserted !== undefined;
+  const inserted = await sql<{ lookup: string }>`
+    insert into idempotency_keys (lookup, owner, fingerprint, result, created_at, expires_at)
+    values (${row.lookup}, ${row.owner}, ${row.fingerprint}, ${row.result}, ${row.created_at}, ${row.expires_at})
+    on conflict (lookup) do update set
+      owner = excluded.owner, fingerprint = excluded.fingerprint, result = excluded.result,
+      created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= ${now}
+    returning lookup`.execute(trx);
+  return inserted.rows.length > 0;
 }
 
 /** Removes keys that expired before `now`, at most `limit` at a time; how many went. */

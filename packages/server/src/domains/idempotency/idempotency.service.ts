@@ -1,11 +1,4 @@
-import {
-  createCipheriv,
-  createDecipheriv,
-  createHash,
-  createHmac,
-  hkdfSync,
-  randomBytes,
-} from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
@@ -40,8 +33,9 @@ const sha256 = (...parts: string[]) =>
  * data). The server keeps neither the key nor anything it could decrypt with.
  */
 function resultCipher(key: string, owner: string, lookup: string) {
-  // One HKDF for both keys: it runs on every keyed write.
-  const keys = Buffer.from(hkdfSync('sha256', key, owner, 'coffer idempotency', 64));
+  // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
+  // step alone: the key is random, and this runs on every keyed write).
+  const keys = createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest();
   const secret = keys.subarray(0, 32);
   const idSecret = keys.subarray(32);
   return {
