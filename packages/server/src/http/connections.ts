@@ -135,7 +135,11 @@ export function guardConnections(
       setTimeout(() => closeWhenQuiet(socket), wait).unref();
       return;
     }
-    socket.destroy();
+    // Timers run before the event loop reads sockets: after a stall, a request
+    // that arrived in time is read first (this runs after that read), and kept.
+    setImmediate(() => {
+      if (!socket.destroyed && (socket[unanswered]?.size ?? 0) === 0) socket.destroy();
+    });
   };
 
   /*

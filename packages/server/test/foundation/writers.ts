@@ -50,7 +50,13 @@ export type Outcome =
       /** `Idempotent-Replayed: true`: answered from an earlier attempt's write. */
       replayed: boolean;
     }
-  | { answered: false; code: string; reusedSocket: boolean };
+  | {
+      answered: false;
+      code: string;
+      reusedSocket: boolean;
+      /** When the request's last byte was handed to the kernel (`performance.now()`), if it was. */
+      sentAt: number | null;
+    };
 
 /** `POST /v1/projects` on the given (kept-alive) agent. */
 export function createProject(
@@ -63,6 +69,7 @@ export function createProject(
   const body = JSON.stringify({ name });
   return new Promise((resolve) => {
     let req: ClientRequest;
+    let sentAt: number | null = null;
     // eslint-disable-next-line prefer-const
     req = request(
       `${url}/v1/projects`,
@@ -93,14 +100,20 @@ export function createProject(
             answered: false,
             code: err.code ?? err.message,
             reusedSocket: req.reusedSocket,
+            sentAt,
           }),
         );
       },
     );
     req.on('error', (err: NodeJS.ErrnoException) =>
-      resolve({ answered: false, code: err.code ?? err.message, reusedSocket: req.reusedSocket }),
+      resolve({
+        answered: false,
+        code: err.code ?? err.message,
+        reusedSocket: req.reusedSocket,
+        sentAt,
+      }),
     );
-    req.end(body);
+    req.end(body, () => (sentAt = performance.now()));
   });
 }
 
