@@ -5,6 +5,7 @@ declare module 'autocannon' {
       method?: string;
       path?: string;
       body?: string;
+      headers?: Record<string, string>;
       setupRequest?: (req: Request) => Request;
     }
     interface Options {

@@ -2,6 +2,7 @@
 // the server under test. The parent (bench/run.ts) sends one LoadPlan at a time
 // over IPC; each plan is a warm-up run followed by the measured run.
 import autocannon from 'autocannon';
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { LoadPlan, LoadResult } from './lib/load.js';
 
@@ -45,6 +46,13 @@ function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
                   const variant = variants[next++ % variants.length]!;
                   req.path = variant.path;
                   if (variant.body !== undefined) req.body = variant.body;
+                  // A new key per request, as the SDK sends with every write.
+                  if (plan.idempotencyKeys) {
+                    req.headers = {
+                      ...req.headers,
+                      'idempotency-key': randomBytes(24).toString('base64url'),
+                    };
+                  }
                   return req;
                 },
               },

@@ -188,6 +188,29 @@ async function measureScenario(
   return measured;
 }
 
+/** Keyed writes against plain ones of the same run: the issue's bound is within 10 %. */
+function keyedWriteCost(backend: string): void {
+  const rps = (id: string) => {
+    const row = rows.find((r) => r.kind === 'load' && r.id === id && r.backend === backend);
+    return row?.kind === 'load' ? row.result.rps : null;
+  };
+  const plain = rps('write-secret');
+  const keyed = rps('write-secret-keyed');
+  if (plain === null || keyed === null) return;
+  const ratio = (keyed / plain) * 100;
+  push({
+    kind: 'value',
+    id: 'write-secret-keyed-ratio',
+    title: 'writes with Idempotency-Key, % of writes without',
+    backend,
+    value: ratio,
+    unit: '%',
+    detail: `${keyed.toFixed(0)} vs ${plain.toFixed(0)} req/s, same run (bound: 90 %)`,
+    target: null,
+    pass: ratio >= 90,
+  });
+}
+
 /**
  * PostgreSQL alone running the transaction of a Coffer secret write (pgbench,
  * as many connections as the server's pool), right after Coffer's own writes:
@@ -269,6 +292,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       windows.push(window);
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
+    keyedWriteCost(name);
     if (name === 'postgres' && selected('write-secret')) await measurePostgresAlone(backend);
     if (FEED_IDS.some(selected)) {
       const list = HTTP_SCENARIOS.find((s) => s.id === 'list-secrets')!;

@@ -43,6 +43,7 @@ const OWNER = {
   webhooks: 'webhooks',
   webhook_deliveries: 'webhooks',
   webhook_attempts: 'webhooks',
+  idempotency_keys: 'idempotency',
 };
 
 /** The deliberate exceptions: domain → another domain's table → why it writes it itself. */

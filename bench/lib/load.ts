@@ -8,6 +8,8 @@ export interface LoadPlan {
   headers: Record<string, string>;
   /** Path (and body) of each request, cycled through one per request; default: the URL's. */
   variants?: Array<{ path: string; body?: string }>;
+  /** Send each request with a new `Idempotency-Key` (with `variants`). */
+  idempotencyKeys?: boolean;
   connections: number;
   warmupSeconds: number;
   seconds: number;

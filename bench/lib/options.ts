@@ -31,7 +31,8 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
   --scan-mb=N        size of the scan scenarios' generated tree (default 500, quick 50)
 
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
-read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
+read-secret, write-secret, write-secret-keyed (the same writes with a new
+Idempotency-Key each; its ratio to write-secret is reported), members-list, rate-limited-429, unauthenticated-401,
 http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list,
 coffer-run, rekey-1k, rekey-10k, rss; feed (the change feed's rows: feed-fanout,
 feed-idle-memory, feed-listing: 1,000 event streams on the instance); scan (coffer

@@ -76,6 +76,20 @@ export const HTTP_SCENARIOS: HttpScenario[] = [
     }),
   },
   {
+    // Right after write-secret: the ratio of the two is the cost of the keys.
+    id: 'write-secret-keyed',
+    title: 'write one secret (durable), API key, Idempotency-Key',
+    expectStatus: 200,
+    target: null,
+    plan: (f, baseUrl) => ({
+      url: `${baseUrl}/`,
+      method: 'PUT',
+      headers: { ...bearer(f.apiKeyBearer), 'content-type': 'application/json' },
+      variants: f.writes,
+      idempotencyKeys: true,
+    }),
+  },
+  {
     id: 'members-list',
     title: `list ${MEMBER_COUNT} members, session`,
     expectStatus: 200,

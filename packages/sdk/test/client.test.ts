@@ -209,7 +209,7 @@ describe('CofferClient transport', () => {
     assert.deepEqual(impatient.sleeps, []);
   });
 
-  it('retries a 503 only for idempotent methods', async () => {
+  it('retries a 503 for idempotent methods and for writes under their idempotency key', async () => {
     const unavailable = (_q: Seen, res: ServerResponse) =>
       json(
         res,
@@ -220,13 +220,38 @@ describe('CofferClient transport', () => {
     const { c, sleeps } = client();
     handlers.push(unavailable, (_q, res) => json(res, 200, { data: 'ok' }));
     assert.equal(await c.request('PUT', '/v1/x', { body: {} }), 'ok');
+    handlers.push(unavailable, (_q, res) => json(res, 201, { data: 'once' }));
+    assert.equal(await c.request('POST', '/v1/x', { body: {} }), 'once');
+    const [first, second] = seen.slice(-2).map((q) => q.headers['idempotency-key']);
+    assert.match(String(first), /^[A-Za-z0-9_-]{32}$/);
+    assert.equal(second, first, 'the retry carries the same key');
+    // Sign-up and log-in carry no credential, so no key: never repeated.
     handlers.push(unavailable, (_q, res) => json(res, 200, { data: 'never' }));
-    await assert.rejects(c.request('POST', '/v1/x', { body: {} }), { code: 'service_unavailable' });
-    assert.deepEqual(sleeps, [1000]);
+    await assert.rejects(c.request('POST', '/v1/auth/login', { body: {} }), {
+      code: 'service_unavailable',
+    });
+    assert.equal(seen.at(-1)!.headers['idempotency-key'], undefined);
+    assert.deepEqual(sleeps, [1000, 1000]);
     handlers = [];
   });
 
-  it('a connection failure is a CofferNetworkError; safe requests are retried first', async () => {
+  it('retries 409 request_in_progress under the same key; each write gets a key of its own', async () => {
+    const { c, sleeps } = client();
+    handlers.push(
+      (_q, res) => json(res, 409, { error: { code: 'request_in_progress', message: 'wait' } }),
+      (_q, res) => json(res, 201, { data: 'done' }),
+      (_q, res) => json(res, 409, { error: { code: 'version_conflict', message: 'stale' } }),
+    );
+    assert.equal(await c.request('PUT', '/v1/x', { body: {} }), 'done');
+    assert.deepEqual(sleeps, [1000]);
+    const [a, b] = seen.slice(-2).map((q) => q.headers['idempotency-key']);
+    assert.equal(a, b);
+    await assert.rejects(c.request('PUT', '/v1/x', { body: {} }), { code: 'version_conflict' });
+    assert.notEqual(seen.at(-1)!.headers['idempotency-key'], a, 'a new write, a new key');
+    assert.deepEqual(sleeps, [1000], 'another 409 is an answer');
+  });
+
+  it('a connection failure is a CofferNetworkError; reads and keyed writes are retried first', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
@@ -239,7 +264,10 @@ describe('CofferClient transport', () => {
     assert.equal(sleeps.length, 2, 'GET is retried');
     sleeps.length = 0;
     await assert.rejects(c.request('POST', '/v1/x', { body: {} }), CofferNetworkError);
-    assert.deepEqual(sleeps, [], 'a write whose answer may have been lost is not repeated');
+    assert.deepEqual(sleeps, [250, 500], 'a write is repeated under its idempotency key');
+    sleeps.length = 0;
+    await assert.rejects(c.request('POST', '/v1/auth/signup', { body: {} }), CofferNetworkError);
+    assert.deepEqual(sleeps, [], 'a request without a key, whose answer may be lost, is not');
   });
 
   it('keeps the session cookie, sends it back, and adds Origin to unsafe requests', async () => {

@@ -12,8 +12,10 @@ import { systemClock } from './clock.js';
 import { compose, type Infrastructure } from './compose.js';
 import { AppError } from './errors.js';
 import { registerErrorHandling, sendError } from './http/errors.js';
+import { trackAnswers, whenAnswered } from './http/connections.js';
 import { AccessLog, loggerOptions } from './http/logging.js';
 import { registerPipeline } from './http/pipeline.js';
+import { documentIdempotency, registerIdempotency } from './http/idempotency.js';
 import {
   MemoryRateLimitStore,
   type RateLimitState,
@@ -113,11 +115,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clientErrorHandler: (err: Error & { code?: string }, socket: Socket) =>
       rejectMalformedRequest(err, socket, nextRequestId(), countAnonymous),
   };
+  // Node's own refusal of a request without Host is a bare 400; the pipeline
+  // refuses it instead, in Form A (`refuseWithoutHost`).
   const app = (deps.https
-    ? Fastify({ ...options, https: deps.https } as FastifyServerOptions)
-    : Fastify(options)
+    ? Fastify({
+        ...options,
+        https: { ...deps.https, requireHostHeader: false },
+      } as FastifyServerOptions)
+    : Fastify({ ...options, http: { requireHostHeader: false } } as FastifyServerOptions)
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
+  trackAnswers(app.server);
   const parts = compose({ ...deps, clock }, app.log);
   app.decorate('credentials', parts.credentials);
   app.addHook('onReady', async () => parts.start());
@@ -134,6 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
   conventions = pipeline.onRequest;
   countAnonymous = pipeline.countAnonymous;
+  registerIdempotency(app, parts);
   // JSON is the only request body type; anything else is 415.
   app.removeContentTypeParser('text/plain');
 
@@ -165,9 +174,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
     transformObject: (document) =>
-      documentErrorResponses(
-        withOptionalDefaults(
-          'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+      documentIdempotency(
+        documentErrorResponses(
+          withOptionalDefaults(
+            'openapiObject' in document ? document.openapiObject : document.swaggerObject,
+          ),
         ),
       ),
   });
@@ -243,7 +254,9 @@ function rejectMalformedRequest(
     countAnonymous && socket.remoteAddress
       ? countAnonymous(socket.remoteAddress).catch(() => null)
       : Promise.resolve(null);
-  void counted.then((state) => {
+  // Bytes that cannot be parsed after a valid request on the same connection
+  // (pipelined): that request is answered first, as HTTP/1.1 orders answers.
+  void Promise.all([counted, whenAnswered(socket)]).then(([state]) => {
     if (socket.destroyed) return;
     const limits = state
       ? `X-RateLimit-Limit: ${state.limit}\r\nX-RateLimit-Remaining: ${state.remaining}\r\nX-RateLimit-Reset: ${state.reset}\r\n`

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Clock } from './clock.js';
+import { claimedClock, type Clock } from './clock.js';
+import { unclaimed } from './db/write-claims.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import type { CredentialResolver } from './http/principal.js';
@@ -18,6 +19,7 @@ import {
 } from './domains/identity/credentials.js';
 import { identityService } from './domains/identity/identity.service.js';
 import { invitationsService } from './domains/invitations/invitations.service.js';
+import { idempotencyPurge, idempotencyService } from './domains/idempotency/idempotency.service.js';
 import { keyTrustService } from './domains/key-trust/key-trust.service.js';
 import { OutboxWorker } from './domains/mail/outbox-worker.js';
 import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
@@ -51,7 +53,8 @@ export interface Infrastructure {
  * call (`Services`); nothing else constructs a service.
  */
 export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) {
-  const { config, db, clock, redis } = infrastructure;
+  const { config, db, redis } = infrastructure;
+  const clock = claimedClock(infrastructure.clock);
   const listingCache =
     infrastructure.listingCache ??
     new ListingCache({
@@ -92,6 +95,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
   });
   // Webhooks turn the feed's new events into deliveries when a project changes.
   notifier.subscribe((projectId) => webhookWorker.wake(projectId));
+  const idempotency = idempotencyService(infra);
+  const idempotencySweep = idempotencyPurge(idempotency, log);
 
   // A service that calls another domain receives that domain's service.
   const identity = identityService({ config, db, clock, credentials });
@@ -103,7 +108,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     clock,
     config,
     credentials,
-    wakeOutbox: () => outbox.wake(),
+    // The worker's run outlives the request that wakes it: not under its claim.
+    wakeOutbox: () => unclaimed(() => outbox.wake()),
     identity,
     projects,
     tokens,
@@ -140,15 +146,19 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     readAudit,
     /** The change feed's notifier (call after a write commits) and its per-project fan-out. */
     events: { notifier, hub: feedHub },
+    /** Idempotency keys: the pipeline's claims (http/idempotency.ts). */
+    idempotency,
     /** Starts the background work (when the app is ready). */
     start(): void {
       outbox.start();
       webhookWorker.start();
       invitationSweep.start();
+      idempotencySweep.start();
     },
     /** Stops it and flushes what waits in memory (when the app closes). */
     async close(): Promise<void> {
       invitationSweep.stop();
+      idempotencySweep.stop();
       await outbox.stop();
       await webhookWorker.stop();
       await readAudit.close();

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { activeClaim } from './db/write-claims.js';
 
 /** Identifier prefixes; the suffix is 20 random base62 characters (≈119 bits). */
 export const ID_PREFIX = {
@@ -39,10 +40,18 @@ function randomByte(): number {
 }
 
 export function newId(kind: IdKind): string {
+  // A request with an idempotency key draws its ids from the key, so that a
+  // repeat makes the same ones (db/write-claims.ts); others from the CSPRNG.
+  // Ids made inside the write itself are not made again by a repeat (it skips
+  // the write), so only those made around it need to come from the key.
+  const claim = activeClaim();
+  const bytes = claim && !claim.writing ? claim.idBytes(kind) : null;
+  let i = 0;
+  const next = bytes ? () => bytes[i++ % bytes.length]! : randomByte;
   // Rejection sampling keeps every character uniform over the 62-letter alphabet.
   let suffix = '';
   while (suffix.length < SUFFIX_LENGTH) {
-    const byte = randomByte();
+    const byte = next();
     if (byte < 248) suffix += ALPHABET[byte % 62];
   }
   return `${ID_PREFIX[kind]}_${suffix}`;

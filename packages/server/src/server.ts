@@ -99,15 +99,11 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
       redirect?.closeAllConnections();
       metricsListener?.server.close();
       metricsListener?.server.closeAllConnections();
-      // Stop accepting and let in-flight requests finish. A kept-alive connection
-      // that goes idle once its request is answered is closed at once rather than
-      // after the keep-alive timeout, so shutdown waits only for real work.
-      const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
-      try {
-        await app.close();
-      } finally {
-        clearInterval(sweep);
-      }
+      // Fastify runs its preClose hooks, stops accepting, and resolves once every
+      // connection has closed: each answers what it received first, with
+      // `Connection: close` (see `guardConnections`). The database is closed
+      // after this, by the caller, so no handler outlives it.
+      await app.close();
       await rateLimitStore.close();
     },
     abortInFlight() {

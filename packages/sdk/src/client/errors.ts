@@ -12,10 +12,14 @@ export type ApiErrorCode =
   | 'already_member'
   | 'already_exists'
   | 'version_conflict'
+  /** A request with the same Idempotency-Key is still being handled (the SDK retries). */
+  | 'request_in_progress'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'last_admin'
   | 'unprocessable'
+  /** The Idempotency-Key was already used for another request. */
+  | 'idempotency_key_reused'
   | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable'

@@ -103,6 +103,25 @@ const isBrowser = (): boolean =>
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** The header that makes a write safe to repeat (docs/api-reliability.md). */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+
+/** A new idempotency key: 32 base64url characters from 24 random bytes. */
+export function newIdempotencyKey(): string {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(24));
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_');
+}
+
+/**
+ * Writes the server replays under their key: those made with a credential.
+ * Sign-up, log-in and the other `/v1/auth/` requests carry none (the server
+ * ignores a key there), so they are never repeated after a network failure.
+ */
+const keyed = (method: HttpMethod, path: string) =>
+  UNSAFE.has(method) && !path.startsWith('/v1/auth/');
+
 /** `Retry-After` as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
 function retryAfterMs(header: string | null, nowMs: number): number | null {
   if (header === null) return null;
@@ -249,9 +268,14 @@ export class CofferClient {
 
   private async send(method: HttpMethod, path: string, options: RequestOptions): Promise<unknown> {
     const url = this.url(path, options.query);
+    const headers = this.headers(method, options);
+    // Every write carries a key, the same on each retry, so the server executes it
+    // at most once however often it is sent (a caller's own key wins).
+    const idempotent = keyed(method, path);
+    if (idempotent) headers[IDEMPOTENCY_KEY_HEADER] ??= newIdempotencyKey();
     const init: RequestInit = {
       method,
-      headers: this.headers(method, options),
+      headers,
       ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(this.browser ? { credentials: 'include' as const } : {}),
@@ -265,10 +289,10 @@ export class CofferClient {
       try {
         response = await this.fetchImpl(url, init);
       } catch (cause) {
-        // Only safe requests are repeated after a network failure: the server may
-        // have acted on a write whose answer was lost.
+        // The server may have acted on a write whose answer was lost: repeated
+        // only under its idempotency key, which answers it without acting again.
         const delay = 250 * 2 ** (attempt - 1);
-        if (SAFE.has(method) && !options.signal?.aborted && canRetry(delay)) {
+        if ((SAFE.has(method) || idempotent) && !options.signal?.aborted && canRetry(delay)) {
           await this.sleep(delay);
           waited += delay;
           continue;
@@ -280,8 +304,13 @@ export class CofferClient {
       }
 
       // 429 means the server refused before doing anything, so any method may be
-      // repeated; 503 (shutting down, database away) only for idempotent ones.
-      if (response.status === 429 || (response.status === 503 && IDEMPOTENT.has(method))) {
+      // repeated; 503 (shutting down, database away) only for idempotent ones or
+      // under a key; 409 request_in_progress: the same key is being handled.
+      if (
+        response.status === 429 ||
+        (response.status === 503 && (IDEMPOTENT.has(method) || idempotent)) ||
+        (response.status === 409 && idempotent && (await inProgress(response)))
+      ) {
         const delay =
           retryAfterMs(response.headers.get('retry-after'), Date.now()) ??
           1000 * 2 ** (attempt - 1);
@@ -313,6 +342,15 @@ async function jsonBody(response: Response): Promise<unknown> {
   } catch {
     return undefined;
   }
+}
+
+/** Whether a 409 is `request_in_progress` (read from a clone: the body stays readable). */
+async function inProgress(response: Response): Promise<boolean> {
+  const text = await response
+    .clone()
+    .text()
+    .catch(() => '');
+  return text.includes('"code":"request_in_progress"');
 }
 
 function errorFromResponse(response: Response, body: unknown): CofferApiError {

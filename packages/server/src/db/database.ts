@@ -11,6 +11,8 @@ import {
   type PostgresPool,
   type PostgresPoolClient,
   type SqliteDatabase,
+  type Transaction,
+  type TransactionBuilder,
 } from 'kysely';
 import type pg from 'pg';
 import type { Database } from './schema.js';
@@ -18,6 +20,7 @@ import { migrationProvider } from './migrations/index.js';
 import { idLiteral, isId } from '../ids.js';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../config.js';
 import { openSqlite, type SqliteConnection, type SqliteStatement } from './sqlite-driver.js';
+import { claimedTransaction } from './write-claims.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -90,7 +93,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     // pool drops that connection and opens a new one for the next query, and a
     // query that fails meanwhile surfaces as that request's 500.
     pool.on('error', () => undefined);
-    const kysely = new Kysely<Database>({
+    const kysely = new ClaimingKysely({
       dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
     });
     return {
@@ -102,7 +105,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
       }),
     };
   }
-  const kysely = new Kysely<Database>({ dialect: target.dialect });
+  const kysely = new ClaimingKysely({ dialect: target.dialect });
   const db = postgresDb(kysely);
   return {
     ...db,
@@ -148,7 +151,41 @@ function withStatementCache(sqlite: SqliteConnection): SqliteDatabase {
  * committed when it started — never a transaction still open on the writing
  * connection — and every write is committed before it is acknowledged.
  */
-class SqliteKysely extends Kysely<Database> {
+/**
+ * The database's Kysely handle: its `transaction()` runs each write
+ * transaction under the current request's idempotency claim
+ * (`claimedTransaction`, db/write-claims.ts), so no service has to.
+ */
+class ClaimingKysely extends Kysely<Database> {
+  override transaction(): TransactionBuilder<Database> {
+    return claiming(super.transaction());
+  }
+}
+
+/** A transaction builder whose `execute` is claimed; its other methods return claimed builders too. */
+function claiming(builder: TransactionBuilder<Database>): TransactionBuilder<Database> {
+  return new Proxy(builder, {
+    get(target, property, receiver) {
+      if (property === 'execute') {
+        return <T>(callback: (trx: Transaction<Database>) => Promise<T>) =>
+          claimedTransaction<T>(
+            (work) => target.execute((trx) => work(trx)),
+            (trx) => callback(trx as Transaction<Database>),
+          );
+      }
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return result && typeof result === 'object' && 'execute' in result
+          ? claiming(result as TransactionBuilder<Database>)
+          : result;
+      };
+    },
+  });
+}
+
+class SqliteKysely extends ClaimingKysely {
   constructor(
     config: KyselyConfig,
     readonly reader: SqliteReader,
@@ -367,19 +404,22 @@ export async function inSharedProjectTransaction<T>(
   lastStatement?: (result: T) => string,
 ): Promise<T> {
   const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
-  return kysely.connection().execute(async (conn) => {
-    try {
-      await sql.raw(begin).execute(conn);
-      const result = await work(conn);
-      const commit = lastStatement ? `${lastStatement(result)}; commit` : 'commit';
-      await sql.raw(commit).execute(conn);
-      return result;
-    } catch (error) {
-      // Also after a failed commit, which has already ended the transaction.
-      await sql`rollback`.execute(conn).catch(() => undefined);
-      throw error;
-    }
-  });
+  return claimedTransaction(transact, work);
+  function transact(claimed: typeof work) {
+    return kysely.connection().execute(async (conn) => {
+      try {
+        await sql.raw(begin).execute(conn);
+        const result = await claimed(conn);
+        const commit = lastStatement ? `${lastStatement(result)}; commit` : 'commit';
+        await sql.raw(commit).execute(conn);
+        return result;
+      } catch (error) {
+        // Also after a failed commit, which has already ended the transaction.
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw error;
+      }
+    });
+  }
 }
 
 /** `count(*)` is a bigint (a string through `pg`) on PostgreSQL and a number on SQLite. */

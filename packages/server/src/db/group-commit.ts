@@ -1,5 +1,7 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { AsyncResource } from 'node:async_hooks';
+import { activeClaim, claimedTransaction } from './write-claims.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;
@@ -31,7 +33,17 @@ export class GroupCommit {
     private readonly maxGroup = 256,
   ) {}
 
+  /** Runs `work` in the next group; under the caller's idempotency claim (db/write-claims.ts). */
   run<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+    // The group runs every work from the first caller's async context; each
+    // runs in its own caller's instead (its idempotency claim, its clock).
+    return claimedTransaction(
+      (claimed) => this.enqueue(activeClaim() ? AsyncResource.bind(claimed) : claimed),
+      work,
+    );
+  }
+
+  private enqueue<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.draining) void this.drain();

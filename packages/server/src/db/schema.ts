@@ -24,6 +24,7 @@ export interface Database {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;
+  idempotency_keys: IdempotencyKeyTable;
 }
 
 export interface UserTable {
@@ -227,6 +228,20 @@ export interface OutboxTable {
   last_error: string | null;
   created_at: string;
   sent_at: string | null;
+}
+
+/** A write committed under an idempotency key (migration 015, domains/idempotency). */
+export interface IdempotencyKeyTable {
+  /** SHA-256 (hex) of the credential and the client's key. */
+  lookup: string;
+  /** Whose key: `user:<id>`, `api_key:<id>` or `ci_token:<id>`. */
+  owner: string;
+  /** SHA-256 (hex) of the method, the URL and the body. */
+  fingerprint: string;
+  /** Encrypted under the client's key: what the write's transaction returned; null if it cannot be kept. */
+  result: string | null;
+  created_at: string;
+  expires_at: string;
 }
 
 /** Instance-wide settings shared by every server instance (migration 002). */

@@ -95,7 +95,7 @@ export function registerPipeline(
     reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
 
     const rateClass = request.routeOptions?.config?.rateClass;
-    if (rateClass === 'none') return;
+    if (rateClass === 'none') return refuseWithoutHost(request);
 
     const now = clock.now();
     // A failure while resolving the credential (database down) still spends the
@@ -142,6 +142,7 @@ export function registerPipeline(
       );
     }
     if (failure) throw failure;
+    refuseWithoutHost(request);
 
     if (resolution && 'error' in resolution) {
       const staleCookie =
@@ -155,6 +156,19 @@ export function registerPipeline(
   const countAnonymous = (ip: string) =>
     counters.consume(`ip:${ip}`, limits.anonymous, limits.windowSeconds, clock.now().getTime());
   return { onRequest, countAnonymous };
+}
+
+/**
+ * HTTP/1.1 requires `Host` (RFC 9112 §3.2); Node's own check answers a bare
+ * 400, so the server lets such requests through (`requireHostHeader: false`)
+ * and refuses them here, in Form A with the request id and rate-limit headers.
+ */
+function refuseWithoutHost(request: FastifyRequest): void {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new AppError('validation_error', 'HTTP/1.1 requests must carry a Host header', [
+      { field: 'host', issue: 'required' },
+    ]);
+  }
 }
 
 /** The scheme the client used, as the first proxy saw it (`X-Forwarded-Proto: http, https` → `http`). */

@@ -37,6 +37,8 @@ export interface CampaignOptions {
   postgresUrl?: string;
   /** Malformed requests per operation and caller; every generated one when omitted. */
   perCombination?: number;
+  /** Only the malformed requests whose label matches (`FUZZ_ONLY` of npm run fuzz). */
+  only?: RegExp;
   /** Progress lines (npm run fuzz). */
   log?: (line: string) => void;
 }
@@ -91,6 +93,8 @@ interface Mutation {
   dropCredential?: boolean;
   /** A function for the large ones, built only when sampled. */
   body?: string | Buffer | (() => string);
+  /** Sent without a `Host` header (HTTP/1.1 requires one). */
+  noHost?: boolean;
 }
 
 const MB = 1_000_000;
@@ -169,7 +173,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       let baseline = await fingerprint.take();
       for (const operation of operations) {
         for (const caller of fixture.callers) {
-          let mutations = mutationsFor(operation, fixture.ids, caller);
+          let mutations = mutationsFor(operation, fixture.ids, caller).filter(
+            (m) => !options.only || options.only.test(m.label),
+          );
           result.minimumPerCombination = Math.min(result.minimumPerCombination, mutations.length);
           if (options.perCombination !== undefined)
             mutations = sample(
@@ -189,7 +195,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
               res = await sendRaw(
                 server.url,
                 agent,
-                { path: mutation.path, headers, ...(body !== undefined ? { body } : {}) },
+                {
+                  path: mutation.path,
+                  headers,
+                  ...(body !== undefined ? { body } : {}),
+                  ...(mutation.noHost ? { noHost: true } : {}),
+                },
                 operation.method,
               );
             } catch (err) {
@@ -483,6 +494,9 @@ const BAD_QUERIES: [string, string][] = [
   ['page twice', 'page=1&page=2'],
   ['page[]', 'page[]=1'],
   ['page huge', `page=${'9'.repeat(400)}`],
+  ['page=2^31', 'page=2147483648'],
+  ['page=2^53+1', 'page=9007199254740993'],
+  ['per_page=-2^31-1', 'per_page=-2147483649'],
   ['per_page=101', 'per_page=101'],
   ['per_page=0', 'per_page=0'],
   ['per_page=NUL', 'per_page=%00'],
@@ -591,6 +605,12 @@ function mutationsFor(
         headers: json,
         body: `${text({ ...base, [name]: 0 }).slice(0, -1)},${JSON.stringify(name)}:1e309}`,
       });
+    }
+    // Integers no database column holds: refused by the schema, never a 500.
+    for (const [where, withValue] of integerSlots(schema, base)) {
+      for (const [label, literal] of OUT_OF_RANGE) {
+        add({ label: `${where} ${label}`, path, headers: json, body: withValue(literal) });
+      }
     }
     const inner = text(base).slice(1, -1);
     const sep = inner ? ',' : '';
@@ -721,6 +741,30 @@ function mutationsFor(
     dropCredential: true,
   });
   add({ label: 'oversized header', path, headers: { 'x-padding': 'p'.repeat(20_000) } });
+  if (unsafe) {
+    // A malformed Idempotency-Key is refused before anything is done, with a valid body.
+    for (const [label, key] of [
+      ['empty', ''],
+      ['15 characters', 'k'.repeat(15)],
+      ['65 characters', 'k'.repeat(65)],
+      ['space', 'sixteen chars with spaces'],
+      ['latin-1', 'clé-0123456789abcdef\u00ff'],
+    ] as [string, string][]) {
+      add({
+        label: `Idempotency-Key ${label}`,
+        path,
+        headers: { ...(schema ? json : {}), 'idempotency-key': key },
+        ...(schema ? { body: JSON.stringify(exampleOf(schema)) } : {}),
+      });
+    }
+  }
+  add({
+    label: 'no Host header',
+    path,
+    headers: {},
+    noHost: true,
+    ...(schema ? { body: JSON.stringify(exampleOf(schema)) } : {}),
+  });
   if (unsafe && caller.name === 'session' && !operation.path.startsWith('/v1/auth/')) {
     add({
       label: 'foreign Origin',
@@ -728,6 +772,53 @@ function mutationsFor(
       headers: { origin: 'https://evil.example' },
       ...(schema ? { body: JSON.stringify(exampleOf(schema)) } : {}),
     });
+  }
+  return out;
+}
+
+/** Integer literals beyond what a 32-bit column stores (and beyond exact doubles). */
+const OUT_OF_RANGE: [string, string][] = [
+  ['2^31', '2147483648'],
+  ['-2^31-1', '-2147483649'],
+  ['2^53+1', '9007199254740993'],
+  ['1e308', '1e308'],
+  ['-1e308', '-1e308'],
+];
+
+/**
+ * Each integer of a body: top-level properties, and those of the first item of
+ * an array of objects (`secrets[0].expected_version`), with a function that
+ * writes the body with a literal in its place.
+ */
+function integerSlots(
+  schema: Schema,
+  base: Record<string, unknown>,
+): [string, (literal: string) => string][] {
+  const marker = '"__integer_slot__"';
+  const withMarker = (set: (copy: Record<string, unknown>) => void) => {
+    const copy = structuredClone(base);
+    set(copy);
+    const text = JSON.stringify(copy);
+    return (literal: string) => text.replace(marker, literal);
+  };
+  const isInteger = (s: Schema | undefined) =>
+    s !== undefined &&
+    (s.type === 'integer' || (Array.isArray(s.type) && s.type.includes('integer')));
+  const out: [string, (literal: string) => string][] = [];
+  for (const [name, prop] of Object.entries(schema.properties ?? {})) {
+    if (isInteger(prop)) out.push([name, withMarker((c) => (c[name] = JSON.parse(marker)))]);
+    const item = prop.items;
+    for (const [inner, innerProp] of Object.entries(item?.properties ?? {})) {
+      if (!isInteger(innerProp)) continue;
+      out.push([
+        `${name}[0].${inner}`,
+        withMarker((c) => {
+          const list = Array.isArray(c[name]) ? (c[name] as Record<string, unknown>[]) : [];
+          list[0] = { ...(list[0] ?? {}), [inner]: JSON.parse(marker) };
+          c[name] = list;
+        }),
+      ]);
+    }
   }
   return out;
 }
@@ -765,7 +856,12 @@ interface RawResponse {
 function sendRaw(
   baseUrl: string,
   agent: HttpsAgent,
-  mutation: { path: string; headers: Record<string, string>; body?: string | Buffer },
+  mutation: {
+    path: string;
+    headers: Record<string, string>;
+    body?: string | Buffer;
+    noHost?: boolean;
+  },
   method = 'GET',
 ): Promise<RawResponse> {
   const target = new URL(baseUrl);
@@ -781,6 +877,7 @@ function sendRaw(
         headers,
         agent,
         servername: 'localhost',
+        setHost: !mutation.noHost,
       },
       (res) => {
         const chunks: Buffer[] = [];

@@ -1,6 +1,8 @@
 // `npm run fuzz`: the whole bad-input campaign (every generated request) on
 // SQLite, and on PostgreSQL when COFFER_TEST_DATABASE_URL is set. Prints the
-// totals; exits 1 if any answer broke the rules.
+// totals; exits 1 if any answer broke the rules. FUZZ_ONLY (a regular
+// expression) keeps the malformed requests whose label matches, e.g.
+// FUZZ_ONLY='Host|2\^' for the missing-Host and out-of-range-integer ones.
 import { runCampaign, summarize, type CampaignDialect } from './campaign.js';
 
 const postgresUrl = process.env.COFFER_TEST_DATABASE_URL || undefined;
@@ -14,6 +16,7 @@ for (const dialect of dialects) {
     ...(Number(process.env.FUZZ_PER_COMBINATION) > 0
       ? { perCombination: Number(process.env.FUZZ_PER_COMBINATION) }
       : {}),
+    ...(process.env.FUZZ_ONLY ? { only: new RegExp(process.env.FUZZ_ONLY) } : {}),
     log: (line) => process.stderr.write(`  ${line}\n`),
   });
   for (const line of summarize(result, dialect)) console.log(line);

@@ -366,11 +366,16 @@ export function identityService(
     /** Ends one of the caller's sessions; another user's session is a 404. Returns whether it was the current one. */
     async revokeSession(principal: Principal | null, sessionId: string): Promise<boolean> {
       const session = requireSession(principal);
-      const target = await repo.findSessionOfUser(db, session.userId, sessionId);
-      if (!target) throw notFound('Session');
-      await repo.deleteSession(db, target.id);
-      ctx.credentials.forgetCredential(target.id);
-      return target.id === session.sessionId;
+      // One transaction, so that a repeat under an idempotency key answers as the
+      // first did (the session is gone by then).
+      const targetId = await db.transaction().execute(async (trx) => {
+        const target = await repo.findSessionOfUser(trx, session.userId, sessionId);
+        if (!target) throw notFound('Session');
+        await repo.deleteSession(trx, target.id);
+        return target.id;
+      });
+      ctx.credentials.forgetCredential(targetId);
+      return targetId === session.sessionId;
     },
 
     /**

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database, MemberTable } from '../../db/schema.js';
 import type { Infra } from '../../infra.js';
+import { unclaimed } from '../../db/write-claims.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import {
   findLapsedInvitations,
@@ -70,7 +71,8 @@ export async function expireLapsedInvitations(
   for (;;) {
     const lapsed = await findLapsedInvitations(db, scope, now.toISOString(), BATCH);
     if (lapsed.length === 0) return expired;
-    await db.transaction().execute((trx) => revokeLapsed(trx, lapsed, now));
+    // Housekeeping before the request's own change: not the write its idempotency key names.
+    await unclaimed(() => db.transaction().execute((trx) => revokeLapsed(trx, lapsed, now)));
     expired += lapsed.length;
     if (lapsed.length < BATCH) return expired;
   }

@@ -29,8 +29,15 @@ const Comment = Type.String({
   maxLength: MAX_COMMENT_LENGTH,
   description: 'Free text, ≤ 500 characters',
 });
+/**
+ * The highest version number: versions are stored as 32-bit integers (the
+ * `integer` of both databases), so a larger one is refused as invalid input.
+ */
+const MAX_VERSION = 2 ** 31 - 1;
+
 const ExpectedVersion = Type.Integer({
   minimum: 0,
+  maximum: MAX_VERSION,
   description:
     'Optimistic concurrency: the version you last saw (`0`: the secret must not exist yet). A mismatch is `409 version_conflict`.',
 });
@@ -87,6 +94,7 @@ export const RollbackBody = Type.Object(
   {
     version: Type.Integer({
       minimum: 1,
+      maximum: MAX_VERSION,
       description: 'The version whose value becomes current again',
     }),
     expected_version: Type.Optional(ExpectedVersion),

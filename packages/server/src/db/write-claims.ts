@@ -1,0 +1,111 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+
+/**
+ * A request's claim on its write: its idempotency key (domains/idempotency).
+ * The write's own transaction records it, after the write's work and before
+ * the commit, so the write and the record of it commit together or not at all.
+ */
+export interface WriteClaim {
+  /**
+   * Records, in `trx`, that this write commits under the key, with what its
+   * work returned. When another request with the same key committed first,
+   * throws (`409 request_in_progress`), which rolls this write back.
+   */
+  record(trx: Kysely<Database>, value: unknown): Promise<void>;
+  /**
+   * Set when a write under this key already committed (a repeat, or a retry
+   * after the answer was lost): what its work returned, returned again
+   * instead of running the write.
+   */
+  readonly committed: { value: unknown } | null;
+  /** Called when the write is answered from an earlier one's result. */
+  replayed(): void;
+  /**
+   * The instant the request is handled at (what the clock says while it
+   * runs): a repeat is handled at the first attempt's instant.
+   */
+  readonly at: Date;
+  /**
+   * The suffix randomness of the request's next id of `kind`, derived from the
+   * key: a repeat draws the same ids as the first attempt, so an answer built
+   * from ids made before the write (a new project's id) is the same again.
+   */
+  idBytes(kind: string): Buffer;
+  /**
+   * What a failed write transaction means under the claim: a unique violation
+   * because another request with the key committed first (its ids are ours)
+   * becomes `409 request_in_progress`; anything else is returned unchanged.
+   */
+  explain(error: unknown): Promise<unknown>;
+  /** Whether a transaction of this request has taken the claim. */
+  settled: boolean;
+  /** While the write's work runs: ids it makes are skipped by a repeat, so need not be drawn from the key. */
+  writing: boolean;
+  /**
+   * True until the request is answered. Work it started that outlives it
+   * (a timer of a background worker, which inherits the context) is then no
+   * longer claimed: its ids, time and transactions are its own.
+   */
+  active: boolean;
+}
+
+/**
+ * The claim of the request being handled, carried through its async calls.
+ * A context, not state: each request runs in its own (`http/idempotency.ts`).
+ */
+export const writeClaims = new AsyncLocalStorage<WriteClaim>();
+
+/** The claim of the request being handled, while it is being handled. */
+export function activeClaim(): WriteClaim | undefined {
+  const claim = writeClaims.getStore();
+  return claim?.active ? claim : undefined;
+}
+
+/**
+ * Runs one write transaction under the current request's claim. `transact`
+ * starts the transaction, runs the work given to it and commits. The first
+ * write of a request that holds a claim records it in that same transaction;
+ * when a write under the key already committed, its result is returned and no
+ * transaction starts. Every way a write transaction starts goes through here:
+ * `transaction()` of the database's Kysely handle, `inSharedProjectTransaction`
+ * and the SQLite group commit. A request makes its change in one transaction.
+ */
+export async function claimedTransaction<T>(
+  transact: (work: (trx: Kysely<Database>) => Promise<T>) => Promise<T>,
+  work: (trx: Kysely<Database>) => Promise<T>,
+  claim: WriteClaim | undefined = activeClaim(),
+): Promise<T> {
+  if (!claim || claim.settled) return transact(work);
+  if (claim.committed) {
+    claim.settled = true;
+    claim.replayed();
+    return claim.committed.value as T;
+  }
+  try {
+    const value = await transact(async (trx) => {
+      claim.writing = true;
+      try {
+        const result = await work(trx);
+        await claim.record(trx, result);
+        return result;
+      } finally {
+        claim.writing = false;
+      }
+    });
+    claim.settled = true;
+    return value;
+  } catch (err) {
+    throw await claim.explain(err);
+  }
+}
+
+/**
+ * Runs `work` outside the current request's claim: for housekeeping writes a
+ * request makes before its own (expiring lapsed invitations), which must not
+ * take the claim of the request's change.
+ */
+export function unclaimed<T>(work: () => T): T {
+  return writeClaims.exit(work);
+}

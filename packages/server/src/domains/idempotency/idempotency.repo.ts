@@ -1,0 +1,66 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
+import { preparedQuery } from '../../db/prepared-query.js';
+
+export type StoredKey = Pick<IdempotencyKeyTable, 'fingerprint' | 'result' | 'created_at'>;
+
+const liveKey = preparedQuery((db, lookup: string, now: string) =>
+  db
+    .selectFrom('idempotency_keys')
+    .select(['fingerprint', 'result', 'created_at'])
+    .where('lookup', '=', lookup)
+    .where('expires_at', '>', now),
+);
+
+/**
+ * The key's row while it is live (not yet expired at `now`). Every keyed write
+ * asks first: prepared, and on SQLite read on the reader connection, so it
+ * does not queue behind the writes.
+ */
+export async function findLiveKey(
+  db: Kysely<Database>,
+  lookup: string,
+  now: string,
+): Promise<StoredKey | undefined> {
+  return (await liveKey(db, lookup, now))[0];
+}
+
+/**
+ * Records a committed write under its key, in the write's transaction. An
+ * expired row of the same key is replaced; a live one is left as it is, and
+ * `false` says so (another request with the key committed first). Plain SQL
+ * (the same on both dialects): it runs in every keyed write.
+ */
+export async function insertCommittedKey(
+  trx: Kysely<Database>,
+  row: IdempotencyKeyTable,
+  now: string,
+): Promise<boolean> {
+  const inserted = await sql<{ lookup: string }>`
+    insert into idempotency_keys (lookup, owner, fingerprint, result, created_at, expires_at)
+    values (${row.lookup}, ${row.owner}, ${row.fingerprint}, ${row.result}, ${row.created_at}, ${row.expires_at})
+    on conflict (lookup) do update set
+      owner = excluded.owner, fingerprint = excluded.fingerprint, result = excluded.result,
+      created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= ${now}
+    returning lookup`.execute(trx);
+  return inserted.rows.length > 0;
+}
+
+/** Removes keys that expired before `now`, at most `limit` at a time; how many went. */
+export async function deleteExpiredKeys(
+  db: Kysely<Database>,
+  now: string,
+  limit: number,
+): Promise<number> {
+  const expired = db
+    .selectFrom('idempotency_keys')
+    .select('lookup')
+    .where('expires_at', '<=', now)
+    .limit(limit);
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where('lookup', 'in', expired)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

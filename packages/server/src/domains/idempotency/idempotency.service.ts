@@ -1,0 +1,208 @@
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { deserialize, serialize } from 'node:v8';
+import type { FastifyBaseLogger } from 'fastify';
+import { AppError } from '../../errors.js';
+import type { Infra } from '../../infra.js';
+import { driverErrorKind } from '../../db/driver-errors.js';
+import type { WriteClaim } from '../../db/write-claims.js';
+import { deleteExpiredKeys, findLiveKey, insertCommittedKey } from './idempotency.repo.js';
+
+/** How long a key is remembered after its write committed. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long a repeat waits for an earlier request with its key on this instance before `409`. */
+const WAIT_FOR_EARLIER_MS = 5_000;
+const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+const PURGE_BATCH = 500;
+
+/** An unsafe request carrying `Idempotency-Key`. */
+export interface KeyedRequest {
+  /** Whose key it is: `user:<id>`, `api_key:<id>`, `ci_token:<id>`. */
+  owner: string;
+  key: string;
+  method: string;
+  url: string;
+  body: unknown;
+}
+
+const sha256 = (...parts: string[]) =>
+  createHash('sha256').update(parts.join('\u0000')).digest('hex');
+
+/**
+ * What a write's transaction returned, sealed under a key derived from the
+ * client's idempotency key (AES-256-GCM; the lookup hash is the associated
+ * data). The server keeps neither the key nor anything it could decrypt with.
+ */
+function resultCipher(key: string, owner: string, lookup: string) {
+  // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
+  // step alone: the key is random, and this runs on every keyed write).
+  const keys = createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest();
+  const secret = keys.subarray(0, 32);
+  const idSecret = keys.subarray(32);
+  return {
+    /** The n-th id of `kind` of a request under this key: the same on every attempt. */
+    idBytes: (kind: string, n: number) =>
+      createHmac('sha512', idSecret).update(`${kind}:${n}`).digest(),
+    seal(value: unknown): string | null {
+      let plain: Buffer;
+      try {
+        plain = serialize(value);
+      } catch {
+        return null; // not cloneable: the write commits, a repeat cannot replay it
+      }
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', secret, iv).setAAD(Buffer.from(lookup));
+      const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+      return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64');
+    },
+    open(text: string | null): { value: unknown } {
+      if (text === null) {
+        throw new AppError(
+          'request_in_progress',
+          'A request with this Idempotency-Key was executed, but its result cannot be given again; read the resource instead',
+        );
+      }
+      const bytes = Buffer.from(text, 'base64');
+      const decipher = createDecipheriv('aes-256-gcm', secret, bytes.subarray(0, 12))
+        .setAAD(Buffer.from(lookup))
+        .setAuthTag(bytes.subarray(bytes.length - 16));
+      const plain = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
+      return { value: deserialize(plain) };
+    },
+  };
+}
+
+const reused = () =>
+  new AppError(
+    'idempotency_key_reused',
+    'This Idempotency-Key was used for a different request (another method, URL or body); use a new key',
+    [{ field: 'Idempotency-Key', issue: 'reused' }],
+  );
+
+/** Resolves whether `promise` settled within `ms`. */
+const settlesWithin = (promise: Promise<unknown>, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void promise.finally(() => (clearTimeout(timer), resolve(true)));
+  });
+
+/**
+ * Idempotency keys (ARCHITECTURE.md, "Idempotency keys"): the claim a keyed
+ * request's write commits under, and the purge of expired keys.
+ */
+export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
+  // Requests with a key being handled by this instance, by lookup: a repeat
+  // waits for the earlier one instead of racing it.
+  const handling = new Map<string, Promise<void>>();
+
+  return {
+    /**
+     * The claim `request`'s write runs under. A repeat of a write that
+     * committed gets that write's result back in place of running it again;
+     * `replayed` is called when that happens. `done` must be called once the
+     * request is answered.
+     */
+    async claim(
+      request: KeyedRequest,
+      replayed: () => void,
+    ): Promise<{ claim: WriteClaim; done: () => void }> {
+      const inProgress = () =>
+        new AppError(
+          'request_in_progress',
+          'A request with this Idempotency-Key is being handled elsewhere; retry in a moment',
+        );
+      const lookup = sha256('key', request.owner, request.key);
+      const fingerprint = sha256(request.method, request.url, JSON.stringify(request.body ?? null));
+      const earlier = handling.get(lookup);
+      if (earlier && !(await settlesWithin(earlier, WAIT_FOR_EARLIER_MS))) throw inProgress();
+      let settle!: () => void;
+      const mine = new Promise<void>((resolve) => (settle = resolve));
+      handling.set(lookup, mine);
+      let claim: WriteClaim | null = null;
+      const done = () => {
+        if (claim) claim.active = false;
+        settle();
+        if (handling.get(lookup) === mine) handling.delete(lookup);
+      };
+      try {
+        const cipher = resultCipher(request.key, request.owner, lookup);
+        const stored = await findLiveKey(db.kysely, lookup, clock.now().toISOString());
+        if (stored && stored.fingerprint !== fingerprint) throw reused();
+        const ids = new Map<string, number>();
+        const at = stored ? new Date(stored.created_at) : clock.now();
+        claim = {
+          settled: false,
+          writing: false,
+          active: true,
+          committed: stored ? cipher.open(stored.result) : null,
+          replayed,
+          at,
+          idBytes(kind) {
+            const n = ids.get(kind) ?? 0;
+            ids.set(kind, n + 1);
+            return cipher.idBytes(kind, n);
+          },
+          async record(trx, value) {
+            const inserted = await insertCommittedKey(
+              trx,
+              {
+                lookup,
+                owner: request.owner,
+                fingerprint,
+                result: cipher.seal(value),
+                created_at: at.toISOString(),
+                expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
+              },
+              clock.now().toISOString(),
+            );
+            // Another request with this key (on another instance) committed first.
+            if (!inserted) throw inProgress();
+          },
+          async explain(error) {
+            if (driverErrorKind(error) !== 'unique_violation') return error;
+            const now = clock.now().toISOString();
+            const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
+            if (!other) return error;
+            return other.fingerprint === fingerprint ? inProgress() : reused();
+          },
+        };
+        return { claim, done };
+      } catch (err) {
+        done();
+        throw err;
+      }
+    },
+
+    /** Deletes expired keys; how many. */
+    async purgeExpired(): Promise<number> {
+      let purged = 0;
+      for (;;) {
+        const n = await deleteExpiredKeys(db.kysely, clock.now().toISOString(), PURGE_BATCH);
+        purged += n;
+        if (n < PURGE_BATCH) return purged;
+      }
+    },
+  };
+}
+
+export type IdempotencyService = ReturnType<typeof idempotencyService>;
+
+/** The periodic purge of expired keys: one per app, started when it is ready. */
+export function idempotencyPurge(
+  service: Pick<IdempotencyService, 'purgeExpired'>,
+  log: Pick<FastifyBaseLogger, 'error'>,
+): { start(): void; stop(): void } {
+  let timer: NodeJS.Timeout | null = null;
+  return {
+    start() {
+      timer = setInterval(() => {
+        service
+          .purgeExpired()
+          .catch((err: unknown) => log.error({ err }, 'purging expired idempotency keys failed'));
+      }, PURGE_INTERVAL_MS);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../errors.js';
+import { writeClaims, type WriteClaim } from '../db/write-claims.js';
+import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
+import type { Principal } from './principal.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The idempotency claim this request's write runs under, if it sent a key. */
+    writeClaim: WriteClaim | null;
+  }
+}
+
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** 16 to 64 visible ASCII characters: what a client generates (a UUID, 32 random base64url). */
+const KEY_PATTERN = /^[\x21-\x7e]{16,64}$/;
+const REPLAYED_HEADER = 'idempotent-replayed';
+
+/** Whose keys a credential's requests use: a person's sessions share theirs. */
+const ownerOf = (principal: Principal) =>
+  principal.kind === 'session' ? `user:${principal.userId}` : `${principal.kind}:${principal.id}`;
+
+/**
+ * `Idempotency-Key` on every unsafe request (ARCHITECTURE.md, "Idempotency
+ * keys"): once the request is authenticated and validated, its claim is taken
+ * (`IdempotencyService.claim`) and the handler runs inside it, so that the
+ * write's own transaction records the key (db/write-claims.ts). No route does
+ * anything for it. Requests without a credential (sign-up, log-in) take no part.
+ */
+export function registerIdempotency(
+  app: FastifyInstance,
+  { idempotency }: { idempotency: Pick<IdempotencyService, 'claim'> },
+): void {
+  app.decorateRequest('writeClaim', null);
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (!UNSAFE_METHODS.has(request.method)) return;
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return;
+    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+      throw new AppError(
+        'validation_error',
+        'Idempotency-Key must be 16 to 64 visible ASCII characters, new for each request',
+        [{ field: 'Idempotency-Key', issue: 'invalid' }],
+      );
+    }
+    if (!request.principal) return;
+    const { claim, done } = await idempotency.claim(
+      {
+        owner: ownerOf(request.principal),
+        key,
+        method: request.method,
+        url: request.url,
+        body: request.body,
+      },
+      () => reply.header(REPLAYED_HEADER, 'true'),
+    );
+    // Answered, or the connection gone: a repeat waiting on this instance goes on.
+    reply.raw.once('close', done);
+    request.writeClaim = claim;
+  });
+  // A callback hook: the handler runs inside `run`, and so does every call it makes.
+  app.addHook('preHandler', (request, _reply, next) => {
+    if (request.writeClaim) writeClaims.run(request.writeClaim, next);
+    else next();
+  });
+}
+
+/**
+ * Documents the header on every unsafe operation of the OpenAPI document, with
+ * the answers it adds (`409 request_in_progress`, `422 idempotency_key_reused`)
+ * and the `Idempotent-Replayed` header of a repeat's answer.
+ */
+export function documentIdempotency<T>(document: T): T {
+  type Json = Record<string, unknown>;
+  const paths = (document as { paths?: Record<string, Json> }).paths ?? {};
+  for (const item of Object.values(paths)) {
+    for (const [method, value] of Object.entries(item)) {
+      if (!UNSAFE_METHODS.has(method.toUpperCase())) continue;
+      const operation = value as Json;
+      const parameters = (operation.parameters ??= []) as Json[];
+      parameters.push({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description:
+          'A key the client generates for this write (16 to 64 visible ASCII characters, e.g. a UUID) and sends again when it retries it. For 24 hours a repeat with the same credential, method, URL and body is not executed again: it is answered as the first was, with `Idempotent-Replayed: true`. The same key with another request is `422 idempotency_key_reused`; a repeat while the first is still being handled waits for it, or answers `409 request_in_progress`. Ignored on requests without a credential (sign-up, log-in).',
+        schema: { type: 'string', minLength: 16, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' },
+      });
+    }
+  }
+  return document;
+}

@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { request as httpRequest, Agent } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { DIALECTS } from '../support/db.js';
+import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { as, dataOf } from '../support/http.js';
+import { logIn, signUp } from '../support/users.js';
+import { envelope, projectWithVault, type VaultProject } from '../support/vault.js';
+
+const newKey = () => randomBytes(24).toString('base64url');
+
+/** What a client compares between two answers: status and body. */
+const answerOf = (res: { statusCode: number; body: string }) => ({
+  status: res.statusCode,
+  body: res.body,
+});
+
+for (const dialect of DIALECTS) {
+  describe(`${dialect}: Idempotency-Key on unsafe requests`, () => {
+    let t: TestApp;
+    let project: VaultProject;
+    before(async () => {
+      t = await startTestApp(dialect);
+      project = await projectWithVault(t);
+    });
+    after(() => t.close());
+
+    const send = (
+      method: 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+      url: string,
+      body: unknown,
+      key: string,
+      headers: Record<string, string> = project.admin.headers,
+    ): Promise<TestResponse> =>
+      t.request({
+        method,
+        url,
+        headers: { ...headers, 'idempotency-key': key },
+        ...(body !== undefined ? { body: body as object } : {}),
+      });
+    const secretPath = (env: string, name: string) =>
+      `/v1/projects/${project.id}/environments/${env}/secrets/${name}`;
+    const versionsOf = async (env: string, name: string) =>
+      dataOf<unknown[]>(await as(t, project.admin, 'GET', `${secretPath(env, name)}/versions`), 200)
+        .length;
+
+    it('a PUT sent twice is executed once and answered identically', async () => {
+      const env = project.env.development.id;
+      const body = { value: envelope(project, env, 'TWICE', 'v') };
+      const key = newKey();
+      const first = await send('PUT', secretPath(env, 'TWICE'), body, key);
+      const second = await send('PUT', secretPath(env, 'TWICE'), body, key);
+      assert.equal(first.statusCode, 201, first.body);
+      assert.deepEqual(answerOf(second), answerOf(first));
+      assert.equal(second.headers['idempotent-replayed'], 'true');
+      assert.equal(first.headers['idempotent-replayed'], undefined);
+      assert.equal(await versionsOf(env, 'TWICE'), 1);
+      // A new key is a new write.
+      const third = await send('PUT', secretPath(env, 'TWICE'), body, newKey());
+      assert.equal(third.statusCode, 200, third.body);
+      assert.equal(await versionsOf(env, 'TWICE'), 2);
+    });
+
+    it('the same key with another body, method or URL is refused: 422 idempotency_key_reused', async () => {
+      const env = project.env.development.id;
+      const key = newKey();
+      const first = await send(
+        'PUT',
+        secretPath(env, 'REUSED'),
+        { value: envelope(project, env, 'REUSED', 'a') },
+        key,
+      );
+      assert.equal(first.statusCode, 201, first.body);
+      for (const [method, url, body] of [
+        ['PUT', secretPath(env, 'REUSED'), { value: envelope(project, env, 'REUSED', 'b') }],
+        ['PUT', secretPath(env, 'OTHER'), { value: envelope(project, env, 'OTHER', 'a') }],
+        ['DELETE', secretPath(env, 'REUSED'), undefined],
+      ] as const) {
+        const res = await send(method, url, body, key);
+        assert.equal(res.statusCode, 422, res.body);
+        const error = (res.data as { error: { code: string; details: unknown } }).error;
+        assert.equal(error.code, 'idempotency_key_reused');
+      }
+      assert.equal(await versionsOf(env, 'REUSED'), 1);
+      const other = await as(t, project.admin, 'GET', `${secretPath(env, 'OTHER')}/versions`);
+      assert.equal(other.statusCode, 404, other.body);
+    });
+
+    it('sent concurrently (ten at once): executed once, every answer identical', async () => {
+      const env = project.env.staging.id;
+      const body = { value: envelope(project, env, 'RACE', 'v') };
+      const key = newKey();
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => send('PUT', secretPath(env, 'RACE'), body, key)),
+      );
+      assert.equal(answers[0]!.statusCode, 201, answers[0]!.body);
+      for (const a of answers) assert.deepEqual(answerOf(a), answerOf(answers[0]!));
+      assert.equal(await versionsOf(env, 'RACE'), 1);
+    });
+
+    it('batches, rollbacks, deletes, new projects and API keys: a repeat answers as the first did', async () => {
+      const env = project.env.production.id;
+      const batch = {
+        secrets: [
+          { name: 'B1', value: envelope(project, env, 'B1', '1') },
+          { name: 'B2', value: envelope(project, env, 'B2', '2') },
+        ],
+      };
+      const base = `/v1/projects/${project.id}/environments/${env}/secrets`;
+      const writes: [string, 'POST' | 'PUT' | 'PATCH' | 'DELETE', string, unknown][] = [
+        ['batch', 'POST', `${base}/batch`, batch],
+        ['update', 'PUT', `${base}/B1`, { value: envelope(project, env, 'B1', '1b') }],
+        ['rollback', 'POST', `${base}/B1/rollback`, { version: 1 }],
+        ['delete', 'DELETE', `${base}/B2`, undefined],
+        ['new project', 'POST', '/v1/projects', { name: 'Idempotent' }],
+        ['rename project', 'PATCH', `/v1/projects/${project.id}`, { name: 'Renamed once' }],
+        [
+          'new environment',
+          'POST',
+          `/v1/projects/${project.id}/environments`,
+          { name: 'QA', slug: 'qa' },
+        ],
+      ];
+      const differ: string[] = [];
+      for (const [what, method, url, body] of writes) {
+        const key = newKey();
+        const first = await send(method, url, body, key);
+        assert.ok(first.statusCode < 300, `${what}: ${first.statusCode} ${first.body}`);
+        const again = await send(method, url, body, key);
+        if (JSON.stringify(answerOf(again)) !== JSON.stringify(answerOf(first)))
+          differ.push(`${what}:\n  ${first.body}\n  ${again.body}`);
+        else assert.equal(again.headers['idempotent-replayed'], 'true', what);
+      }
+      assert.deepEqual(differ, []);
+      assert.equal(await versionsOf(env, 'B1'), 3); // batch, update, rollback: once each
+      const projects = dataOf<{ name: string }[]>(
+        await as(t, project.admin, 'GET', '/v1/projects?per_page=100'),
+        200,
+      );
+      assert.equal(projects.filter((p) => p.name === 'Idempotent').length, 1);
+    });
+
+    it('revoking another session twice under one key: 204 both times', async () => {
+      const other = await logIn(t, project.admin.email, project.admin.password);
+      assert.ok(other.sessionId, other.res.body);
+      const key = newKey();
+      const url = `/v1/me/sessions/${other.sessionId}`;
+      const first = await send('DELETE', url, undefined, key);
+      const again = await send('DELETE', url, undefined, key);
+      assert.equal(first.statusCode, 204, first.body);
+      assert.deepEqual(answerOf(again), answerOf(first));
+      const gone = await send('DELETE', url, undefined, newKey());
+      assert.equal(gone.statusCode, 404, 'without the key, a second revocation finds nothing');
+    });
+
+    it('keys belong to their credential: another user with the same key writes on its own', async () => {
+      const other = await signUp(t);
+      const key = newKey();
+      const mine = await send('POST', '/v1/projects', { name: 'Mine' }, key);
+      const theirs = await send('POST', '/v1/projects', { name: 'Mine' }, key, other.headers);
+      assert.equal(mine.statusCode, 201, mine.body);
+      assert.equal(theirs.statusCode, 201, theirs.body);
+      assert.notEqual(dataOf(theirs).id, dataOf(mine).id);
+      assert.equal(theirs.headers['idempotent-replayed'], undefined);
+    });
+
+    it('a malformed key is a 400 naming the header, and nothing is written', async () => {
+      const env = project.env.development.id;
+      for (const key of [
+        'short',
+        'x'.repeat(65),
+        'sixteen chars ok but space',
+        'ünïcødé-ünïcødé-ü',
+      ]) {
+        const res = await t.request({
+          method: 'PUT',
+          url: secretPath(env, 'BADKEY'),
+          headers: { ...project.admin.headers, 'idempotency-key': key },
+          body: { value: envelope(project, env, 'BADKEY', 'v') },
+        });
+        assert.equal(res.statusCode, 400, `${key}: ${res.body}`);
+        const error = (res.data as { error: { details: unknown } }).error;
+        assert.deepEqual(error.details, [{ field: 'Idempotency-Key', issue: 'invalid' }]);
+      }
+      const none = await as(t, project.admin, 'GET', `${secretPath(env, 'BADKEY')}/versions`);
+      assert.equal(none.statusCode, 404, none.body);
+    });
+
+    it('two connections at once over real sockets: one write, the same answer', async () => {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = (t.app.server.address() as { port: number }).port;
+      const env = project.env.development.id;
+      const body = JSON.stringify({ value: envelope(project, env, 'SOCKETS', 'v') });
+      const key = newKey();
+      const put = () =>
+        new Promise<{ statusCode: number; body: string }>((resolve, reject) => {
+          const req = httpRequest(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'PUT',
+              path: secretPath(env, 'SOCKETS'),
+              agent: new Agent({ keepAlive: false }),
+              headers: {
+                ...project.admin.headers,
+                'content-type': 'application/json',
+                'idempotency-key': key,
+              },
+            },
+            (res) => {
+              let text = '';
+              res.on('data', (c: Buffer) => (text += c.toString()));
+              res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, body: text }));
+            },
+          );
+          req.on('error', reject);
+          req.end(body);
+        });
+      const [a, b] = await Promise.all([put(), put()]);
+      assert.equal(a.statusCode, 201, a.body);
+      assert.deepEqual(answerOf(b), answerOf(a));
+      assert.equal(await versionsOf(env, 'SOCKETS'), 1);
+    });
+  });
+}
