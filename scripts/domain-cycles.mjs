@@ -40,6 +40,7 @@ const OWNER = {
   outbox: 'mail',
   key_pins: 'key-trust',
   membership_statements: 'membership-chain',
+  personal_overrides: 'overrides',
 };
 
 /** The deliberate exceptions: domain → another domain's table → why it writes it itself. */

@@ -14,6 +14,7 @@ export const ID_PREFIX = {
   auditEvent: 'evt',
   grant: 'grt',
   outbox: 'msg',
+  override: 'ovr',
 } as const;
 
 type IdKind = keyof typeof ID_PREFIX;

@@ -41,3 +41,4 @@ export * from './secrets.js';
 export * from './audit.js';
 export * from './key-trust.js';
 export * from './membership-chain.js';
+export * from './overrides.js';

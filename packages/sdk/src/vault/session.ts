@@ -15,6 +15,7 @@ import { VaultError } from './errors.js';
 import type { KeyPins } from './key-pins.js';
 import { getMembershipChain } from '../client/membership-chain.js';
 import { checkMembershipChain } from './membership.js';
+import { overrideKeyOf, type OverrideKey } from '../client/overrides.js';
 
 /** A member's key pairs (from `logIn`) or a token's (from `tokenKeysFromKeyPart`). */
 export interface VaultKeys {
@@ -254,6 +255,16 @@ export class VaultSession implements EnvironmentKeyProvider {
       );
     }
     return { key: this.projectKeyBytes, epoch: this.epoch };
+  }
+
+  /**
+   * A member's override key (derived from their own X25519 private key), which
+   * opens their personal overrides; null for tokens, which never see any.
+   */
+  async overrideKey(): Promise<OverrideKey | null> {
+    if (!this.current) await this.refresh();
+    if (this.recipient.type !== 'user') return null;
+    return overrideKeyOf(this.recipient.id, this.keys.encryption.secretKey);
   }
 
   /** Best-effort erasure of the keys held in memory. */

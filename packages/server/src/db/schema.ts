@@ -21,6 +21,7 @@ export interface Database {
   server_settings: ServerSettingTable;
   key_pins: KeyPinsTable;
   membership_statements: MembershipStatementTable;
+  personal_overrides: PersonalOverrideTable;
 }
 
 export interface UserTable {
@@ -239,4 +240,17 @@ interface MembershipStatementTable {
   /** JSON of the statement exactly as signed (see the SDK's CRYPTO.md, "Membership chain"). */
   statement: string;
   created_at: string;
+}
+
+/** A member's own value for a name in an environment: an envelope only that member can open. */
+export interface PersonalOverrideTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  user_id: string;
+  name: string;
+  /** `v1.ov.<nonce>.<ciphertext>`, sealed by the member's client (CRYPTO.md). */
+  value: string;
+  created_at: string;
+  updated_at: string;
 }

@@ -11,6 +11,7 @@ import { vaultRoutes } from './vault/vault.routes.js';
 import { tokensRoutes } from './tokens/tokens.routes.js';
 import { keyTrustRoutes } from './key-trust/key-trust.routes.js';
 import { membershipChainRoutes } from './membership-chain/membership-chain.routes.js';
+import { overridesRoutes } from './overrides/overrides.routes.js';
 
 /** What a `/v1` route plugin is given: the services (and limits) it may call. */
 type V1Deps = Services & { rekeyBodyLimitBytes: number };
@@ -30,4 +31,5 @@ export const V1_DOMAINS: DomainRoutes[] = [
   tokensRoutes,
   keyTrustRoutes,
   membershipChainRoutes,
+  overridesRoutes,
 ];

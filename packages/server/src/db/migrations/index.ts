@@ -6,6 +6,7 @@ import * as auditChain from './2026-12-01-005-audit-chain.js';
 import * as keyTrust from './2026-12-10-010-key-trust.js';
 import * as auditChainFunction from './2026-12-11-011-audit-chain-function.js';
 import * as membershipChain from './2026-12-12-012-membership-chain.js';
+import * as personalOverrides from './2026-12-21-014-personal-overrides.js';
 
 // Numbers 003 and 006-009 are missing: no migration with them exists in this
 // repository's history. Gaps are never closed up: a migration's name is the key
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-12-10-010-key-trust': keyTrust,
   '2026-12-11-011-audit-chain-function': auditChainFunction,
   '2026-12-12-012-membership-chain': membershipChain,
+  '2026-12-21-014-personal-overrides': personalOverrides,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -23,6 +23,7 @@ import type { ProjectsService } from '../projects/projects.service.js';
 import type { TokensService } from '../tokens/tokens.service.js';
 import { staleEpoch } from '../vault/grants.js';
 import type { VaultService } from '../vault/vault.service.js';
+import type { OverridesService } from '../overrides/overrides.service.js';
 import {
   countActiveAdmins,
   countMembers,
@@ -61,6 +62,7 @@ type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   projects: Pick<ProjectsService, 'findById' | 'markRekeyRecommended'>;
   tokens: Pick<TokensService, 'revokeAccountableTo'>;
   vault: Pick<VaultService, 'stateOf' | 'deleteUserGrants'>;
+  overrides: Pick<OverridesService, 'deleteUserOverrides'>;
 };
 
 export function membersService(ctx: Deps) {
@@ -69,6 +71,7 @@ export function membersService(ctx: Deps) {
     clock,
     config,
     wakeOutbox,
+    overrides,
     identity,
     projects,
     tokens,
@@ -334,6 +337,7 @@ export function membersService(ctx: Deps) {
         const now = clock.now();
         await deleteMember(trx, member.id);
         await vault.deleteUserGrants(trx, projectId, member.user_id);
+        await overrides.deleteUserOverrides(trx, projectId, member.user_id);
         const revoked = await tokens.revokeAccountableTo(
           trx,
           projectId,
