@@ -224,14 +224,23 @@ const asList = (x: string | readonly string[] | undefined): readonly string[] =>
 
 function toError(f: Failure): SecretReferenceError {
   const [first] = f.tail;
+  let { cycle, reason } = f;
+  if (cycle) {
+    // Told from the secret asked about when it is part of the cycle: B → A → B, not A → B → A.
+    const at = cycle.indexOf(first!);
+    if (at > 0 && at < cycle.length - 1) {
+      cycle = [...cycle.slice(at, -1), ...cycle.slice(0, at), first!];
+      reason = `references form a cycle: ${cycle.join(' → ')}`;
+    }
+  }
   const via = f.tail.length > 1 && f.code !== 'reference_cycle' ? `${f.tail.join(' → ')}: ` : '';
   return new SecretReferenceError(
     f.code,
     first!,
     f.reference,
-    `${first}: ${via}${f.reason}`,
+    `${first}: ${via}${reason}`,
     f.tail,
-    f.cycle,
+    cycle,
   );
 }
 
