@@ -34,7 +34,7 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s';
+  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | '%';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
@@ -83,6 +83,14 @@ export const targets = {
   run: {
     text: '≤ 250 ms median',
     check: (row) => row.kind === 'value' && row.value <= 250,
+  },
+  runReferences: {
+    text: '≤ 110 % of the same run without references',
+    check: (row) => row.kind === 'value' && row.value <= 110,
+  },
+  resolve10k: {
+    text: '≤ 50 ms',
+    check: (row) => row.kind === 'value' && row.value <= 50,
   },
   dashboardFirstLoad: {
     text: '≤ 350 KB gzip, incl. libsodium',

@@ -89,6 +89,7 @@ export async function writeSecrets(
   environment: { id: string; slug: string },
   count: number,
   nameOf: (i: number) => string,
+  valueOf: (i: number) => string = sampleValue,
 ): Promise<void> {
   const { key, epoch } = await vault.environmentKey(environment.id);
   for (let start = 0; start < count; start += 1000) {
@@ -103,7 +104,7 @@ export async function writeSecrets(
           name,
           epoch,
           environmentKey: key,
-          value: sampleValue(i),
+          value: valueOf(i),
         }),
       });
     }
