@@ -82,6 +82,7 @@ export type ValuePart = string | SecretReference;
 
 const SLUG = '[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?';
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';
+const SIMPLE = new RegExp(`^${NAME}$`);
 const INNER = new RegExp(`^(?:(?:([^}]+)/)?(${SLUG})\\.)?(${NAME})$`);
 
 /**
@@ -110,7 +111,13 @@ export function parseValue(value: string, secret = 'value'): ValuePart[] {
     }
     const close = value.indexOf('}', dollar + 2);
     const text = close === -1 ? value.slice(dollar) : value.slice(dollar, close + 1);
-    const match = close === -1 ? null : INNER.exec(value.slice(dollar + 2, close));
+    const inner = close === -1 ? '' : value.slice(dollar + 2, close);
+    const match =
+      close === -1
+        ? null
+        : SIMPLE.test(inner)
+          ? [inner, undefined, undefined, inner]
+          : INNER.exec(inner);
     if (!match) {
       throw new SecretReferenceError(
         'invalid_reference',
@@ -407,10 +414,10 @@ export async function resolveReferences(
     return r;
   }
 
+  const names = Object.keys(values);
   for (;;) {
     try {
-      for (const name in values) {
-        if (!Object.hasOwn(values, name)) continue;
+      for (const name of names) {
         const raw = values[name]!;
         if (!raw.includes('$')) {
           out.values[name] = raw;
