@@ -17,7 +17,7 @@ import {
   userEnv,
   type TestServer,
 } from './support/harness.js';
-import { errorLine, ok } from './support/flow.js';
+import { addDeveloper, errorLine, ok } from './support/flow.js';
 
 const BOB_HOST = 'bobs-laptop.override.internal';
 
@@ -167,36 +167,12 @@ describe('coffer: references and personal overrides (SQLite)', () => {
   });
 
   test('an override applies for its owner’s session only; the database holds no plaintext of it', async () => {
-    const invited = JSON.parse(
-      ok(
-        await as(alice, ['members', 'invite', 'bob@example.test', '--role', 'developer', '--json']),
-        'invite',
-      ).stdout,
-    ) as { introduction_link: string };
-    const emailLink = await invitationLink(server, 'bob@example.test');
-    ok(
-      await as(
-        bob,
-        [
-          'signup',
-          '--email',
-          'bob@example.test',
-          '--name',
-          'Bob',
-          '--password-stdin',
-          '--invitation',
-          emailLink,
-        ],
-        'bob battery staple\n',
-      ),
-      'bob signup',
+    await addDeveloper(
+      (args, input) => as(alice, args, input),
+      (args, input) => as(bob, args, input),
+      (email) => invitationLink(server, email),
+      { email: 'bob@example.test', name: 'Bob', password: 'bob battery staple' },
     );
-    ok(
-      await as(bob, ['invitations', 'accept', '--introduction', invited.introduction_link]),
-      'accept',
-    );
-    ok(await as(alice, ['vault', 'grant', 'bob@example.test', '--yes']), 'grant');
-
     ok(
       await as(
         bob,

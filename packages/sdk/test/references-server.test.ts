@@ -9,6 +9,7 @@ import {
   openVault,
   readWithReferences,
   ready,
+  rekey,
   setOverride,
   setSecret,
   type SecretScope,
@@ -124,6 +125,20 @@ for (const dialect of DIALECTS) {
       assert.equal(both.raw.URL, 'pg://${staging.HOST}:${PORT}');
       assert.equal(both.values.URL, 'pg://localhost:5432');
       assert.deepEqual(both.errors, {});
+    });
+
+    it('a re-key re-encrypts the values and leaves overrides as they are; references still resolve', async () => {
+      const before = await listSecrets(scope, 'production', withProjects);
+      const epoch = vault.epoch;
+      await rekey(admin.client, shop, admin.keys);
+      await vault.refresh();
+      assert.equal(vault.epoch, epoch + 1);
+      assert.deepEqual(await listSecrets(scope, 'production', withProjects), before);
+      assert.equal(
+        (await listSecrets(scope, 'production', { ...withProjects, raw: true })).URL,
+        'pg://${staging.HOST}:${PORT}',
+        'the reference is text to the re-key',
+      );
     });
   });
 }

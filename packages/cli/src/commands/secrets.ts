@@ -88,6 +88,19 @@ const get: Command = {
   },
 };
 
+/** VALUE as given, or all of standard input (--stdin), or typed on a terminal without echo. */
+async function valueArgument(
+  given: string | undefined,
+  values: Parameters<typeof str>[0],
+  prompt: string,
+  command: string,
+): Promise<string> {
+  if (given !== undefined) return given;
+  if (values.stdin === true) return (await readStdin()).replace(/\r?\n$/, '');
+  if (interactive()) return ask(prompt, { hidden: true });
+  throw new UsageError('missing VALUE: pass it, or --stdin', command);
+}
+
 const set: Command = {
   name: 'secrets set',
   summary: 'create or update a secret (encrypted on this machine)',
@@ -111,11 +124,7 @@ const set: Command = {
   },
   async run({ values, positionals }) {
     const [name, given] = positionals as [string, string | undefined];
-    let value: string;
-    if (given !== undefined) value = given;
-    else if (values.stdin === true) value = (await readStdin()).replace(/\r?\n$/, '');
-    else if (interactive()) value = await ask(`Value of ${name}: `, { hidden: true });
-    else throw new UsageError('missing VALUE: pass it, or --stdin', 'secrets set');
+    const value = await valueArgument(given, values, `Value of ${name}: `, 'secrets set');
     const expected = str(values, 'expected-version');
     if (expected !== undefined && !/^\d+$/.test(expected))
       throw new UsageError('--expected-version must be a whole number', 'secrets set');
@@ -543,11 +552,12 @@ const overrideSet: Command = {
   },
   async run({ values, positionals }) {
     const [name, given] = positionals as [string, string | undefined];
-    let value: string;
-    if (given !== undefined) value = given;
-    else if (values.stdin === true) value = (await readStdin()).replace(/\r?\n$/, '');
-    else if (interactive()) value = await ask(`Your value of ${name}: `, { hidden: true });
-    else throw new UsageError('missing VALUE: pass it, or --stdin', 'secrets override set');
+    const value = await valueArgument(
+      given,
+      values,
+      `Your value of ${name}: `,
+      'secrets override set',
+    );
     const { ctx, access, owner } = await overrideAccess(values);
     const override = await setOverride(
       access.client,
