@@ -60,7 +60,12 @@ for (const dialect of DIALECTS) {
       assert.equal(first.name, 'DATABASE_URL');
       assert.equal(first.environment_id, staging.id);
       const second = dataOf(
-        await put(dev, staging.id, 'DATABASE_URL', sealed(dev, staging, 'DATABASE_URL', 'v2')),
+        await put(
+          dev,
+          staging.id,
+          'DATABASE_URL',
+          sealed(dev, staging, 'DATABASE_URL', `${VALUE}-v2`),
+        ),
         200,
       );
       assert.equal(second.id, first.id);
@@ -78,7 +83,7 @@ for (const dialect of DIALECTS) {
       };
       assert.equal(
         decryptOverride({ ...binding, overrideKey: key, envelope: listed[0].value }),
-        'v2',
+        `${VALUE}-v2`,
       );
       // Another member's key, or the envelope moved to another name, opens nothing.
       const otherKey = deriveOverrideKey(other.keys.encryption.secretKey, other.id);
@@ -91,6 +96,17 @@ for (const dialect of DIALECTS) {
       // Nobody else sees it.
       assert.deepEqual(dataOf(await mine(other)), []);
       assert.deepEqual(dataOf(await mine(project.admin)), []);
+      // Nowhere in the database, in any table, is the plaintext.
+      const tables = await t.testDb.db.kysely.introspection.getTables();
+      assert.ok(tables.some((table) => table.name === 'personal_overrides'));
+      for (const table of tables) {
+        const rows = await t.testDb.db.kysely
+          .selectFrom(table.name as never)
+          .selectAll()
+          .execute();
+        const text = JSON.stringify(rows);
+        assert.ok(!text.includes('my-own-db'), `plaintext in ${table.name}`);
+      }
       expectStatus(await as(t, dev, 'DELETE', url('staging', 'DATABASE_URL')), 204);
       errorOf(await as(t, dev, 'DELETE', url('staging', 'DATABASE_URL')), 404, 'not_found');
       assert.deepEqual(dataOf(await mine(dev)), []);
