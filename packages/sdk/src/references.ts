@@ -152,6 +152,28 @@ export function referencesIn(value: string): SecretReference[] {
   }
 }
 
+/**
+ * The other environments raw values refer to directly (`project` null: the same
+ * project), each once: what a watcher of these values should watch as well,
+ * since a change there changes what they resolve to.
+ */
+export function referencedEnvironments(
+  values: Readonly<Record<string, string>>,
+): Array<{ project: string | null; environment: string }> {
+  const seen = new Map<string, { project: string | null; environment: string }>();
+  for (const value of Object.values(values)) {
+    if (!value.includes('${')) continue;
+    for (const ref of referencesIn(value)) {
+      if (ref.environment === null) continue;
+      seen.set(`${ref.project ?? ''}/${ref.environment}`, {
+        project: ref.project,
+        environment: ref.environment,
+      });
+    }
+  }
+  return [...seen.values()];
+}
+
 /** Whether a raw value holds anything the resolver would act on (`${` or `$${`). */
 export const hasReferences = (value: string): boolean => value.includes('${');
 

@@ -7,6 +7,7 @@ import {
   formatDotenv,
   parseDotenv,
   parseValue,
+  referencedEnvironments,
   resolveReferences,
   resolveSecrets,
   type ReferenceLoader,
@@ -66,6 +67,22 @@ describe('parseValue', () => {
         bad,
       );
     }
+  });
+});
+
+describe('referencedEnvironments', () => {
+  it('names each other environment a set of values refers to, once', () => {
+    assert.deepEqual(
+      referencedEnvironments({
+        A: '${staging.X}${staging.Y}',
+        B: '${billing/prod.K} ${LOCAL} $${dev.Z}',
+        C: 'plain',
+      }),
+      [
+        { project: null, environment: 'staging' },
+        { project: 'billing', environment: 'prod' },
+      ],
+    );
   });
 });
 
