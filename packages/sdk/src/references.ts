@@ -495,3 +495,55 @@ export async function resolveSecrets(
   if (failed.length > 1) throw new SecretReferencesError(failed);
   return resolved;
 }
+
+/** What an editor can offer inside `${…}`: the names of the environments the user can read. */
+export interface ReferenceCatalog {
+  /** Names of the environment being edited. */
+  names: readonly string[];
+  /** Other environments of the project, by slug, with their names (only those the user can read). */
+  environments: Readonly<Record<string, readonly string[]>>;
+}
+
+/**
+ * Completions for the reference being typed at the end of `beforeCursor`:
+ * `from` is where the typed part starts (after `${`), and each option the
+ * text that replaces it (`NAME}`, `staging.`, `staging.NAME}`). Null when the
+ * cursor is not inside an unfinished `${`.
+ */
+export function completeReference(
+  beforeCursor: string,
+  catalog: ReferenceCatalog,
+): { from: number; options: string[] } | null {
+  const open = beforeCursor.lastIndexOf('${');
+  if (open === -1 || beforeCursor.startsWith('$${', open - 1)) return null;
+  const typed = beforeCursor.slice(open + 2);
+  if (typed.includes('}') || typed.includes('/')) return null;
+  const from = open + 2;
+  const dot = typed.indexOf('.');
+  const starts = (prefix: string) => (s: string) =>
+    s.toLowerCase().startsWith(prefix.toLowerCase());
+  if (dot !== -1) {
+    const names = catalog.environments[typed.slice(0, dot)] ?? [];
+    const partial = typed.slice(dot + 1);
+    return {
+      from,
+      options: names
+        .filter(starts(partial))
+        .sort()
+        .map((n) => `${typed.slice(0, dot)}.${n}}`),
+    };
+  }
+  return {
+    from,
+    options: [
+      ...catalog.names
+        .filter(starts(typed))
+        .sort()
+        .map((n) => `${n}}`),
+      ...Object.keys(catalog.environments)
+        .filter(starts(typed))
+        .sort()
+        .map((slug) => `${slug}.`),
+    ],
+  };
+}

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   SecretReferenceError,
   SecretReferencesError,
+  completeReference,
   escapeReferences,
   formatDotenv,
   parseDotenv,
@@ -367,5 +368,32 @@ describe('resolveReferences: properties', () => {
     for (const value of ['${A}', '$${A}', 'a$b${', '}${x.y}', '$$', '']) {
       assert.deepEqual(await resolveSecrets({ V: escapeReferences(value) }, home()), { V: value });
     }
+  });
+});
+
+describe('completeReference', () => {
+  const catalog = {
+    names: ['DB_HOST', 'DB_PASS', 'API_KEY'],
+    environments: { staging: ['DB_USER', 'DB_HOST'], shared: ['SENTRY'] },
+  };
+  it('offers names of this environment and environments after ${', () => {
+    assert.deepEqual(completeReference('postgres://${', catalog), {
+      from: 13,
+      options: ['API_KEY}', 'DB_HOST}', 'DB_PASS}', 'shared.', 'staging.'],
+    });
+    assert.deepEqual(completeReference('x ${db_', catalog)?.options, ['DB_HOST}', 'DB_PASS}']);
+    assert.deepEqual(completeReference('${s', catalog)?.options, ['shared.', 'staging.']);
+  });
+  it('offers the names of a readable environment after ENV.', () => {
+    assert.deepEqual(completeReference('${staging.DB_', catalog), {
+      from: 2,
+      options: ['staging.DB_HOST}', 'staging.DB_USER}'],
+    });
+    assert.deepEqual(completeReference('${production.', catalog)?.options, []);
+  });
+  it('nothing outside an unfinished reference, after $${ or a closed one', () => {
+    assert.equal(completeReference('plain', catalog), null);
+    assert.equal(completeReference('$${DB', catalog), null);
+    assert.equal(completeReference('${DB_HOST} and', catalog), null);
   });
 });
