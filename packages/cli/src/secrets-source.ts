@@ -19,6 +19,8 @@ export interface EnvironmentAccess {
   project: string;
   env: string;
   vault: Promise<VaultSession>;
+  /** A member's login (tokens have no overrides, so none are asked for). */
+  member?: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export async function environmentAccess(ctx: Context): Promise<EnvironmentAccess
   vault.catch(() => undefined); // awaited by the caller; never an unhandled rejection
   const env =
     ctx.environmentName() ?? (ctx.token ? await tokenEnvironment(vault) : ctx.environmentRef());
-  return { client, project, env, vault };
+  return { client, project, env, vault, member: !ctx.token };
 }
 
 /**
@@ -61,7 +63,7 @@ export const secretScope = (access: EnvironmentAccess): SecretScope => ({
     environmentKey: async (projectId, environmentId) =>
       (await access.vault).environmentKey(projectId, environmentId),
     refresh: async () => (await access.vault).refresh(),
-    overrideKey: async () => (await access.vault).overrideKey(),
+    ...(access.member ? { overrideKey: async () => (await access.vault).overrideKey() } : {}),
   },
 });
 
@@ -97,7 +99,7 @@ export function readOptions(ctx: Context, access: EnvironmentAccess, values: Val
       }
       const vault = openProjectVault(ctx, access.client, id, { quietUnchained: true });
       vault.catch(() => undefined);
-      return secretScope({ client: access.client, project: id, env: '', vault });
+      return secretScope({ client: access.client, project: id, env: '', vault, member: true });
     },
   };
 }

@@ -88,25 +88,34 @@ export const overrideKeyOf = (userId: string, encryptionSecretKey: Uint8Array): 
   key: deriveOverrideKey(encryptionSecretKey, userId),
 });
 
-/** Your overrides in a project, decrypted: environment id → { NAME: value }. */
+/**
+ * Your overrides in a project, decrypted: environment id → { NAME: value }.
+ * `owner` may be a promise (the vault still opening); with `member: true` the
+ * listing is fetched meanwhile. A null owner (a token) has none: nothing is read.
+ */
 export async function readOverrides(
   client: CofferClient,
   projectId: string,
-  owner: OverrideKey,
+  owner: OverrideKey | null | Promise<OverrideKey | null>,
+  options: { member?: boolean } = {},
 ): Promise<Map<string, Record<string, string>>> {
-  const [rows] = await Promise.all([
+  const fetchAll = () =>
     allPages((page) =>
       listOverrideEnvelopes(client, projectId, { page, per_page: 100, sort: 'name', order: 'asc' }),
-    ),
-    ready(),
-  ]);
+    );
+  // Known to be a member's: the listing travels while the key is still coming.
+  const early =
+    owner !== null && (options.member || !(owner instanceof Promise)) ? fetchAll() : null;
+  early?.catch(() => undefined); // awaited below unless the key turns out null
+  const [key] = await Promise.all([owner, ready()]);
   const out = new Map<string, Record<string, string>>();
-  for (const row of rows) {
+  if (!key) return out;
+  for (const row of await (early ?? fetchAll())) {
     let env = out.get(row.environment_id);
     if (!env) out.set(row.environment_id, (env = {}));
     env[row.name] = decryptOverride({
-      overrideKey: owner.key,
-      userId: owner.userId,
+      overrideKey: key.key,
+      userId: key.userId,
       projectId,
       environmentId: row.environment_id,
       name: row.name,

@@ -163,8 +163,14 @@ export interface EnvironmentKeyProvider {
   ): Promise<{ key: Uint8Array; epoch: number }>;
   /** Fetches the grants again; called once after a `stale_epoch` conflict (a re-key happened). */
   refresh?(): Promise<void>;
-  /** A member's override key (null or absent for tokens): their personal overrides apply on top. */
+  /**
+   * A member's override key (null for tokens): their personal overrides apply
+   * on top. Absent: none are read (what a provider that knows it is a token
+   * should do, so that no request is made for them).
+   */
   overrideKey?(): Promise<OverrideKey | null>;
+  /** Whether the keys are a member's (true), a token's (false), or not known yet. */
+  readonly member?: boolean | undefined;
 }
 
 /** What decrypted operations work on: a client, a project, and keys for its environments. */
@@ -333,10 +339,12 @@ interface EnvironmentRead {
 function overridesOnce(scope: SecretScope, wanted: boolean) {
   let pending: Promise<Map<string, Record<string, string>>> | undefined;
   return () =>
-    (pending ??= (async () => {
-      const owner = wanted && scope.keys.overrideKey ? await scope.keys.overrideKey() : null;
-      return owner ? readOverrides(scope.client, scope.projectId, owner) : new Map();
-    })());
+    (pending ??=
+      wanted && scope.keys.overrideKey && scope.keys.member !== false
+        ? readOverrides(scope.client, scope.projectId, scope.keys.overrideKey(), {
+            member: scope.keys.member === true,
+          })
+        : Promise.resolve(new Map()));
 }
 
 /** The raw values of an environment (decrypted), with the caller's overrides on top. */

@@ -257,6 +257,11 @@ export class VaultSession implements EnvironmentKeyProvider {
     return { key: this.projectKeyBytes, epoch: this.epoch };
   }
 
+  /** Whether this is a member's session (known once the vault was fetched). */
+  get member(): boolean | undefined {
+    return this.current ? this.current.recipient.type === 'user' : undefined;
+  }
+
   /**
    * A member's override key (derived from their own X25519 private key), which
    * opens their personal overrides; null for tokens, which never see any.
