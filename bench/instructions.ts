@@ -1,7 +1,7 @@
 // Server work per request counted in CPU instructions, for this checkout and
 // optionally a baseline checkout side by side: `npm run bench:instructions`.
-// Run `npm run bench:instructions -- --help` for the options; README
-// ("Performance") says when to reach for it instead of `npm run bench`.
+// Run `npm run bench:instructions -- --help` for the options; docs/performance.md
+// says when to reach for it instead of `npm run bench`.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   cpSync,

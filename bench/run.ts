@@ -1,5 +1,5 @@
 // `npm run bench`: Coffer measured against the ceiling of its own stack, in one
-// run. See USAGE in lib/options.ts and the README section "Performance".
+// run. See USAGE in lib/options.ts and the docs/performance.md.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

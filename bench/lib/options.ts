@@ -16,6 +16,8 @@ export interface BenchOptions {
   /** Runs of `coffer run -- true` (median reported). */
   cliRuns: number;
   logLevel: string;
+  /** Size of the generated tree of the scan scenarios. */
+  scanMegabytes: number;
 }
 
 export const USAGE = `npm run bench -- [options] [scenario-filter…]
@@ -26,11 +28,13 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
   --backend=sqlite   only one backend (sqlite | postgres); postgres needs DATABASE_URL
   --seconds=N        measured seconds per HTTP scenario (default 10, quick 3)
   --log-level=L      server LOG_LEVEL (default info, the server's own default)
+  --scan-mb=N        size of the scan scenarios' generated tree (default 500, quick 50)
 
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
 read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
 http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list, sdk-resolve-10k,
-coffer-run, coffer-run-references, rekey-1k, rekey-10k, rss; dashboard (all of the dashboard's rows:
+coffer-run, coffer-run-references, rekey-1k, rekey-10k, rss; scan (coffer scan: scan-files-10,
+scan-files, scan-files-10k, scan-flat, scan-history, scan-hook); dashboard (all of the dashboard's rows:
 dashboard-first-load, dashboard-unlock, dashboard-argon2id, dashboard-unlock-rest,
 dashboard-grid-500x5, dashboard-grid-500x5-render, dashboard-reveal, dashboard-edit;
 headless Chromium at /usr/bin/chromium, skipped when it is missing).
@@ -68,7 +72,7 @@ export function parseFlags(
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
   const { flags, filters } = parseFlags(
     argv,
-    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level'],
+    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level', 'scan-mb'],
     USAGE,
   );
   const quick = flags.has('quick');
@@ -84,6 +88,9 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       : ['sqlite'];
   const seconds = Number(flags.get('seconds') ?? (quick ? 3 : 10));
   if (!Number.isFinite(seconds) || seconds < 1) throw new Error('--seconds must be ≥ 1');
+  const scanMegabytes = Number(flags.get('scan-mb') ?? (quick ? 50 : 500));
+  if (!Number.isInteger(scanMegabytes) || scanMegabytes < 1)
+    throw new Error('--scan-mb must be a whole number ≥ 1');
   return {
     quick,
     json: flags.has('json'),
@@ -95,5 +102,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     connections: 50,
     cliRuns: quick ? 5 : 20,
     logLevel: flags.get('log-level') ?? 'info',
+    scanMegabytes,
   };
 }

@@ -34,7 +34,7 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | '%';
+  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | 'MB/s' | '×' | '%';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
@@ -55,7 +55,7 @@ const fmtNum = (n: number, unit: string) =>
         : fmtInt(n)
     : unit === 'MB' || unit === 'KB'
       ? n.toFixed(1)
-      : unit === 'tx/s'
+      : unit === 'tx/s' || unit === 'MB/s'
         ? fmtInt(n)
         : n.toFixed(2);
 
@@ -102,6 +102,18 @@ export const targets = {
   },
   dashboardUnlockRest: {
     text: '≤ 300 ms',
+    check: (row) => row.kind === 'value' && row.value <= 300,
+  },
+  scanFiles: {
+    text: '≥ 200 MB/s',
+    check: (row) => row.kind === 'value' && row.value >= 200,
+  },
+  scanFlat: {
+    text: '≥ 0.8× (flat)',
+    check: (row) => row.kind === 'value' && row.value >= 0.8,
+  },
+  scanHook: {
+    text: '≤ 300 ms median',
     check: (row) => row.kind === 'value' && row.value <= 300,
   },
   rssIdle: {

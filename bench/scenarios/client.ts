@@ -18,6 +18,7 @@ import { median, timeRuns } from '../lib/measure.js';
 import { findProfile, renderProfiles, summariseProfile, WHOLE_RUN } from '../lib/profile.js';
 import type { BenchOptions } from '../lib/options.js';
 import { targets, type ValueRow } from '../lib/report.js';
+import { SCAN_SCENARIOS } from './scan.js';
 import {
   READ_ENV,
   SECRET_COUNT,
@@ -339,4 +340,5 @@ export const CLIENT_SCENARIOS: ClientScenario[] = [
   cliRunReferences,
   rekeyScenario(1_000),
   rekeyScenario(10_000),
+  ...SCAN_SCENARIOS,
 ];

@@ -63,6 +63,10 @@ const GROUPS: Record<string, Group> = {
     summary: "run a command with the environment's secrets",
     load: () => import('./commands/run.js'),
   },
+  scan: {
+    summary: "find the team's secret values where they leaked",
+    load: () => import('./commands/scan.js'),
+  },
   'api-keys': {
     summary: 'create, list and revoke API keys',
     load: () => import('./commands/tokens.js'),
@@ -85,7 +89,8 @@ function mainHelp(): string {
     '',
     'Run `coffer <command> --help` for a command’s options.',
     'Credentials: COFFER_TOKEN (an API key or CI token) or the session stored by `coffer login`.',
-    'Exit codes: 0 ok, 1 error, 2 usage; `coffer run` exits with the child’s code.',
+    'Exit codes: 0 ok, 1 error, 2 usage; `coffer run` exits with the child’s code;',
+    '`coffer scan`: 0 nothing found, 1 findings, 2 error.',
     '',
   ].join('\n');
 }

@@ -1,17 +1,7 @@
-import type { Page } from '@coffer/sdk';
 import { CliError } from './cli/errors.js';
 
-/** Every item of a paginated listing (100 per request, the API's maximum). */
-export async function allPages<T>(
-  fetchPage: (page: number, perPage: number) => Promise<Page<T>>,
-): Promise<T[]> {
-  const items: T[] = [];
-  for (let page = 1; ; page++) {
-    const { data, pagination } = await fetchPage(page, 100);
-    items.push(...data);
-    if (page >= pagination.total_pages || data.length === 0) return items;
-  }
-}
+// Every item of a paginated listing, as the SDK reads it (100 per request).
+export { allPages } from '@coffer/sdk';
 
 /**
  * An item named by id (`prefix…`) or by a human handle (a project's name, a

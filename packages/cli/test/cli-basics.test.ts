@@ -45,6 +45,7 @@ const COMMANDS = [
   'ci-tokens create',
   'ci-tokens list',
   'ci-tokens revoke',
+  'scan',
 ];
 
 /** An environment with nothing in it but PATH and a HOME of its own. */

@@ -99,7 +99,7 @@ async function migrate(config: Config): Promise<void> {
 async function backup(config: Config, file: string): Promise<void> {
   if (config.databaseUrl) {
     throw new OpsError(
-      'backup copies the SQLite database; for PostgreSQL use pg_dump -Fc (and pg_restore), see the README',
+      'backup copies the SQLite database; for PostgreSQL use pg_dump -Fc (and pg_restore), see docs/operating.md',
     );
   }
   const { backupSqlite } = await import('./ops/backup.js');
@@ -110,7 +110,7 @@ async function backup(config: Config, file: string): Promise<void> {
 async function restore(config: Config, file: string, force: boolean): Promise<void> {
   if (config.databaseUrl) {
     throw new OpsError(
-      'restore replaces the SQLite database; for PostgreSQL use pg_restore on a pg_dump -Fc file, see the README',
+      'restore replaces the SQLite database; for PostgreSQL use pg_restore on a pg_dump -Fc file, see docs/operating.md',
     );
   }
   const { mkdirSync } = await import('node:fs');

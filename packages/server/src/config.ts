@@ -285,7 +285,7 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     if (!known.has(name)) {
       throw new ConfigError(
         `--${name.toLowerCase().replaceAll('_', '-')}`,
-        'is not a Coffer setting (see the README)',
+        'is not a Coffer setting (see docs/operating.md)',
       );
     }
   }

@@ -58,3 +58,18 @@ export class AppError extends Error {
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
 export const validation = (field: string, issue: string, message?: string) =>
   new AppError('validation_error', message ?? `Invalid value for ${field}`, [{ field, issue }]);
+
+/**
+ * `409 version_conflict` (issue `stale_epoch`) for anything keyed to another
+ * epoch than the vault's: a grant, a re-key's starting epoch, a value
+ * encrypted under an older key. Clients refresh their grant and retry.
+ */
+export function staleEpoch(field: string, currentEpoch: number): AppError {
+  const message =
+    currentEpoch === 0
+      ? 'The vault of this project is not initialised yet: an admin must grant the project key first'
+      : `The vault is at key epoch ${currentEpoch}: fetch your grant again and retry with that epoch`;
+  return new AppError('version_conflict', message, [
+    { field, issue: 'stale_epoch', current_epoch: currentEpoch },
+  ]);
+}

@@ -8,6 +8,7 @@ import { toProblem } from './lib/errors';
 import { captureIntroduction } from './lib/introduction';
 import { keyring } from './lib/keyring';
 import { router } from './router';
+import { startTheme } from './lib/theme';
 import './styles.css';
 
 // A 401 from any request means the session ended (expired, signed out
@@ -30,6 +31,7 @@ const queryClient = new QueryClient({
   },
 });
 
+startTheme();
 captureIntroduction();
 // Locking forgets every decrypted value: the secret listings (metadata that says
 // a value is readable) go with them, so the grid loads and decrypts again on unlock.

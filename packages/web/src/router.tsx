@@ -1,10 +1,10 @@
 import type React from 'react';
-import { createBrowserRouter, Navigate } from 'react-router';
+import { createBrowserRouter, Navigate, type RouteObject } from 'react-router';
 import { AppShell, RequireSession } from './pages/Shell';
 import { SignInPage } from './pages/SignIn';
 import { SignUpPage } from './pages/SignUp';
 import { ProjectsPage } from './pages/Projects';
-import { ProjectLayout } from './pages/ProjectLayout';
+import { ADMINS, ANYONE, ProjectLayout, WRITERS, type ProjectTab } from './pages/ProjectLayout';
 import { EnvironmentsPage } from './pages/Environments';
 import { SecretsPage } from './secrets/SecretsPage';
 
@@ -15,6 +15,65 @@ const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentTy
   lazy: async () => ({ Component: pick(await load()) }),
 });
 import { NotFoundPage } from './pages/NotFound';
+
+/**
+ * The project's tabs, in the order of its tab strip: a tab is one entry here
+ * (its path under /projects/:id, its label, who sees it, its page).
+ */
+const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 'children'> })[] = [
+  { path: '', label: 'Secrets', roles: ANYONE, route: { element: <SecretsPage /> } },
+  {
+    path: 'environments',
+    label: 'Environments',
+    roles: ANYONE,
+    route: { element: <EnvironmentsPage /> },
+  },
+  {
+    path: 'members',
+    label: 'Members',
+    roles: ANYONE,
+    route: page(
+      () => import('./pages/Members'),
+      (m) => m.MembersPage,
+    ),
+  },
+  {
+    path: 'access',
+    label: 'Access',
+    roles: ADMINS,
+    route: page(
+      () => import('./pages/Access'),
+      (m) => m.AccessPage,
+    ),
+  },
+  {
+    path: 'tokens',
+    label: 'Tokens',
+    roles: WRITERS,
+    route: page(
+      () => import('./pages/Tokens'),
+      (m) => m.TokensPage,
+    ),
+  },
+  {
+    path: 'audit',
+    label: 'Audit',
+    roles: ADMINS,
+    route: page(
+      () => import('./pages/Audit'),
+      (m) => m.AuditPage,
+    ),
+  },
+  {
+    path: 'settings',
+    label: 'Settings',
+    roles: ADMINS,
+    route: page(
+      () => import('./pages/ProjectSettings'),
+      (m) => m.ProjectSettingsPage,
+    ),
+  },
+];
 
 export const router = createBrowserRouter([
   { path: '/signin', element: <SignInPage /> },
@@ -58,45 +117,11 @@ export const router = createBrowserRouter([
           { path: '/settings', element: <Navigate to="/account" replace /> },
           {
             path: '/projects/:projectId',
-            element: <ProjectLayout />,
+            element: <ProjectLayout tabs={PROJECT_TABS} />,
             children: [
-              { index: true, element: <SecretsPage /> },
-              { path: 'environments', element: <EnvironmentsPage /> },
-              {
-                path: 'members',
-                ...page(
-                  () => import('./pages/Members'),
-                  (m) => m.MembersPage,
-                ),
-              },
-              {
-                path: 'access',
-                ...page(
-                  () => import('./pages/Access'),
-                  (m) => m.AccessPage,
-                ),
-              },
-              {
-                path: 'tokens',
-                ...page(
-                  () => import('./pages/Tokens'),
-                  (m) => m.TokensPage,
-                ),
-              },
-              {
-                path: 'audit',
-                ...page(
-                  () => import('./pages/Audit'),
-                  (m) => m.AuditPage,
-                ),
-              },
-              {
-                path: 'settings',
-                ...page(
-                  () => import('./pages/ProjectSettings'),
-                  (m) => m.ProjectSettingsPage,
-                ),
-              },
+              ...PROJECT_TABS.map(({ path, route }) =>
+                path === '' ? { index: true, ...route } : { path, ...route },
+              ),
             ],
           },
           { path: '*', element: <NotFoundPage /> },

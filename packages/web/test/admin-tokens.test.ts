@@ -14,7 +14,7 @@ import {
   startCoffer,
   type Coffer,
 } from './support/browser.js';
-import { expect } from './support/expect.js';
+import { eventually, expect } from './support/expect.js';
 import {
   addSecret,
   createProject,
@@ -75,6 +75,19 @@ const printenv = (credential: string, environment: string) =>
     { COFFER_TOKEN: credential },
   );
 
+/** Runs the dialog's `VAR=… coffer run … -- <command>` line with the built CLI. */
+function runLine(line: string, command: string[]) {
+  const words = line.split(' ');
+  const env: Record<string, string> = { COFFER_CA_FILE: coffer!.caFile };
+  while (/^[A-Z_]+=/.test(words[0]!)) {
+    const [name, ...value] = words.shift()!.split('=');
+    env[name!] = value.join('=');
+  }
+  assert.equal(words.shift(), 'coffer');
+  assert.equal(words.pop(), '<command>');
+  return runCli([...words, ...command], env);
+}
+
 async function watched<T>(visitor: Visitor, name: string, run: () => Promise<T>) {
   try {
     const out = await run();
@@ -116,9 +129,24 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
     const credential = ((await shown.getByLabel('Credential').textContent()) ?? '').trim();
     assert.match(credential, /^\S+\.\S+$/, 'an id, a dot, the key part');
     visitor.secret(credential.split('.')[1]!);
-    await shown.getByRole('button', { name: 'Copy' }).click();
-    await expect(shown.getByRole('button', { name: 'Copied' })).toBeVisible();
+    await shown.getByRole('button', { name: 'Copy', exact: true }).click();
+    await expect(shown.getByRole('button', { name: 'Copied', exact: true })).toBeVisible();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), credential);
+    // A ready-to-copy command: this server, the credential, its environment.
+    const line = (
+      (await shown.getByLabel('Run a command with its secrets').textContent()) ?? ''
+    ).trim();
+    assert.equal(
+      line,
+      `COFFER_SERVER=${coffer!.url} COFFER_TOKEN=${credential} coffer run --env staging -- <command>`,
+    );
+    await shown.getByRole('button', { name: 'Copy the command' }).click();
+    await expect(shown.getByRole('button', { name: 'Copied the command' })).toBeVisible();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), line);
+    // Pasted into a pipeline as it is (the test's server has its own CA, and <command> filled in).
+    const fromLine = await runLine(line, ['printenv', 'WEBHOOK_SECRET']);
+    assert.equal(fromLine.code, 0, fromLine.stderr);
+    assert.equal(fromLine.stdout.trim(), VALUES.staging);
     await adminPage(page, 'token-credential');
     await shown.getByRole('button', { name: 'Done' }).click();
     await expect(shown).toBeHidden();
@@ -153,6 +181,19 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
     assert.equal(refused.code, 1, refused.stderr);
     assert.equal(refused.stdout, '');
     assert.match(refused.stderr, /unauthenticated/);
+
+    // The audit log names the key, not its id: what it read, and who revoked it.
+    await openTab(page, 'Audit');
+    const sentences = page
+      .getByRole('list', { name: 'Audit events' })
+      .locator('summary .audit-sentence');
+    await eventually(
+      'the key named in the audit log',
+      async () => (await sentences.allTextContents()).map((s) => s.replace(/\s+/g, ' ').trim()),
+      (list) =>
+        list.includes(`${admin.name} revoked API key deploy-staging`) &&
+        list.some((s) => /^API key deploy-staging read .*staging/.test(s)),
+    );
   });
 });
 
@@ -170,6 +211,10 @@ test('a developer creates a CI token valid for 15 minutes; it lists its expiry a
     await page.waitForURL(new RegExp(`/projects/${projectId}/tokens$`));
     await expect(page.getByRole('heading', { name: 'CI tokens' })).toBeVisible();
     assert.equal(await page.getByRole('heading', { name: 'API keys' }).count(), 0);
+    // One empty state, not a count of nothing under it.
+    await expect(page.getByRole('main')).toContainText('No CI tokens yet.');
+    assert.doesNotMatch((await page.getByRole('main').textContent()) ?? '', /0 CI tokens|None yet/);
+    await adminPage(page, 'tokens-empty');
     assert.equal(await page.getByRole('button', { name: 'New API key' }).count(), 0);
 
     await page.getByRole('button', { name: 'New CI token' }).click();

@@ -130,6 +130,113 @@ test('project: rename, then delete after typing its name', (t) =>
     );
   }));
 
+/** The colour the page is painted with, as the browser computed it. */
+const background = (page: import('playwright-core').Page) =>
+  page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+const LIGHT = 'rgb(255, 255, 255)';
+const DARK = 'rgb(15, 18, 22)';
+
+test('a title per screen, one content column on every tab, a tab strip that scrolls at 375 px', (t) =>
+  onPage(t, 'titles', async ({ page }) => {
+    const main = page.getByRole('navigation', { name: 'Main' });
+    await main.getByRole('link', { name: 'Projects' }).click();
+    await expect(page.getByRole('link', { name: 'Inventory', exact: true })).toBeVisible();
+    assert.equal(await page.title(), 'Projects · Coffer');
+    await main.getByRole('link', { name: 'Account' }).click();
+    await expect(page.getByRole('heading', { name: 'Account', level: 1 })).toBeVisible();
+    assert.equal(await page.title(), 'Account · Coffer');
+    await main.getByRole('link', { name: 'Invitations' }).click();
+    await expect(page.getByRole('heading', { name: 'Invitations', level: 1 })).toBeVisible();
+    assert.equal(await page.title(), 'Invitations · Coffer');
+    await main.getByRole('link', { name: 'Projects' }).click();
+    await page.getByRole('link', { name: 'Inventory', exact: true }).click();
+
+    const tabs = page.getByRole('navigation', { name: 'Project' });
+    const labels = await tabs.getByRole('link').allTextContents();
+    assert.deepEqual(labels, [
+      'Secrets',
+      'Environments',
+      'Members',
+      'Access',
+      'Tokens',
+      'Audit',
+      'Settings',
+    ]);
+    const lefts = new Set<number>();
+    for (const tab of labels) {
+      await tabs.getByRole('link', { name: tab }).click();
+      await page.waitForFunction(
+        (title) => document.title === title,
+        `${tab} · Inventory · Coffer`,
+      );
+      // No visible heading repeats the tab's name (screen readers keep theirs).
+      const visible = await page
+        .getByRole('main')
+        .locator('h1, h2')
+        .evaluateAll((hs) =>
+          hs.filter((h) => !h.classList.contains('visually-hidden')).map((h) => h.textContent),
+        );
+      assert.ok(!visible.includes(tab), `${tab}: visible headings ${visible.join(', ')}`);
+      // The tab's content starts where the tab strip does, whatever the tab.
+      const box = await page.locator('.project > :last-child').boundingBox();
+      lefts.add(Math.round(box!.x));
+      lefts.add(Math.round((await tabs.boundingBox())!.x));
+    }
+    assert.equal(lefts.size, 1, `one left edge: ${[...lefts].join(', ')}`);
+
+    await page.setViewportSize({ width: 375, height: 740 });
+    try {
+      const strip = await tabs.evaluate((nav) => ({
+        scrolls: nav.scrollWidth > nav.clientWidth,
+        overflowX: getComputedStyle(nav).overflowX,
+        rows: new Set(Array.from(nav.querySelectorAll('a'), (a) => a.offsetTop)).size,
+      }));
+      assert.deepEqual(strip, { scrolls: true, overflowX: 'auto', rows: 1 });
+      // No page wider than the phone.
+      assert.equal(
+        await page.evaluate(() => document.documentElement.scrollWidth),
+        375,
+        'no sideways scroll of the page',
+      );
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+    await tabs.getByRole('link', { name: 'Secrets' }).click();
+  }));
+
+test('theme: light, dark or the system, chosen in the header and kept across reloads', (t) =>
+  onPage(t, 'theme', async ({ page }) => {
+    const theme = page.getByRole('banner').getByRole('combobox', { name: 'Theme' });
+    await expect(theme).toHaveValue('system');
+    assert.equal(await background(page), LIGHT, 'the system is light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    assert.equal(await background(page), DARK, 'System follows the system to dark');
+
+    await theme.selectOption({ label: 'Light theme' });
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');
+    assert.equal(await background(page), LIGHT, 'Light wins over a dark system');
+    await theme.selectOption({ label: 'Dark theme' });
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.equal(await background(page), DARK, 'Dark wins over a light system');
+    assert.equal(await page.evaluate(() => localStorage.getItem('coffer.theme')), 'dark');
+
+    // Kept across a reload, from the unlock screen on.
+    await page.reload();
+    await expect(page.getByRole('heading', { name: 'Unlock Coffer' })).toBeVisible();
+    assert.equal(await page.title(), 'Unlock · Coffer');
+    assert.equal(await background(page), DARK);
+    await unlock(page, owner);
+    await expect(theme).toHaveValue('dark');
+
+    await theme.selectOption({ label: 'System theme' });
+    assert.equal(
+      await page.evaluate(() => document.documentElement.hasAttribute('data-theme')),
+      false,
+    );
+    assert.equal(await page.evaluate(() => localStorage.getItem('coffer.theme')), null);
+    assert.equal(await background(page), LIGHT);
+  }));
+
 test('auto-lock after 1 minute without activity: the unlock screen, and no value left in the page', (t) =>
   onPage(t, 'autolock', async ({ page }) => {
     await page

@@ -18,7 +18,7 @@ import {
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
-import { cell, editCell, grid, revealedValue, signIn } from './support/flows.js';
+import { cell, discardAll, editCell, grid, revealedValue, signIn } from './support/flows.js';
 import { seedAccount, seedProject, type Seeded } from './support/seed.js';
 
 const VALUES = {
@@ -54,7 +54,9 @@ before(async () => {
   [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
   owner = await seedAccount(coffer, 'grid');
   projectId = await seedProject(owner, 'Checkout', VALUES);
-  visitor = await Visitor.open(browser, coffer);
+  visitor = await Visitor.open(browser, coffer, {
+    permissions: ['clipboard-read', 'clipboard-write'],
+  });
   visitor.secret(owner.password, ...ALL_VALUES);
   await visitor.goto(`/projects/${projectId}`);
   await visitor.page.waitForURL(/\/signin\?next=/);
@@ -86,8 +88,9 @@ test('the grid of a realistic project, one staged change, and its review (docume
     await expect(page.getByRole('columnheader', { name: /production/ })).toContainText('4 missing');
     await editCell(page, 'LOG_LEVEL', 'production', 'error');
     await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText(
-      '1 change in 1 environment',
+      '1 unsaved change in production — show',
     );
+    await expect(cell(page, 'LOG_LEVEL', 'production')).toContainText('unsaved');
     await page.mouse.move(0, 0);
     await mainPage(page, 'secrets-grid');
     await page.getByRole('button', { name: 'Review' }).click();
@@ -95,9 +98,71 @@ test('the grid of a realistic project, one staged change, and its review (docume
     await expect(review).toContainText('changed');
     assert.ok(!((await review.textContent()) ?? '').includes(VALUES.production.LOG_LEVEL));
     await mainPage(page, 'review-dialog');
+    // Reveal all: old and new side by side, the changed characters marked.
+    await review.getByRole('button', { name: 'Reveal all' }).click();
+    const item = review.getByRole('listitem').filter({ hasText: 'LOG_LEVEL' });
+    await expect(item).toContainText('warn');
+    await expect(item).toContainText('error');
+    await expect(item.locator('del').first()).toBeVisible();
+    await expect(item.locator('ins').first()).toBeVisible();
+    await review.getByRole('button', { name: 'Hide all' }).click();
+    assert.ok(!((await review.textContent()) ?? '').includes('error'));
     await review.getByRole('button', { name: 'Close', exact: true }).first().click();
-    await page.getByRole('button', { name: 'Discard all' }).click();
-    await expect(page.getByRole('region', { name: 'Pending changes' })).toBeHidden();
+    await discardAll(page);
+  }));
+
+test('views: "N missing" and Missing / Changed / All filter the rows; a missing cell starts adding there', (t) =>
+  onGrid(t, 'views', async ({ page }) => {
+    const rows = grid(page).getByRole('row');
+    await expect(rows).toHaveCount(7);
+    await page
+      .getByRole('columnheader', { name: /production/ })
+      .getByRole('button', { name: '4 missing' })
+      .click();
+    await expect(rows).toHaveCount(5);
+    await expect(page.getByText('4 names missing in production')).toBeVisible();
+    await expect(grid(page).getByRole('rowheader', { name: 'LOG_LEVEL' })).toHaveCount(0);
+    await page
+      .getByRole('group', { name: 'Show' })
+      .getByRole('button', { name: 'Missing' })
+      .click();
+    await expect(rows).toHaveCount(5); // missing somewhere: all but DATABASE_URL and LOG_LEVEL
+
+    // Clicking the "missing" mark edits that cell: the value is staged as an addition.
+    const target = cell(page, 'REDIS_URL', 'production');
+    await target.getByRole('button', { name: 'Missing: add REDIS_URL in production' }).click();
+    const editor = page.getByLabel('Value of REDIS_URL in production', { exact: true });
+    await editor.fill('redis://cache.prod.internal:6379/0');
+    await editor.press('Enter');
+    await expect(target).toHaveAttribute('data-state', 'added');
+    await page
+      .getByRole('group', { name: 'Show' })
+      .getByRole('button', { name: 'Changed' })
+      .click();
+    await expect(rows).toHaveCount(2);
+    await expect(page.getByText('1 name with unsaved changes')).toBeVisible();
+    await page.getByRole('group', { name: 'Show' }).getByRole('button', { name: 'All' }).click();
+    await expect(rows).toHaveCount(7);
+    await discardAll(page);
+  }));
+
+test('copy shows "Copied"; a cell shows its version, date and author on focus', (t) =>
+  onGrid(t, 'copy', async ({ page }) => {
+    const target = cell(page, 'LOG_LEVEL', 'staging');
+    await target.hover();
+    await target.getByRole('button', { name: 'Copy LOG_LEVEL in staging' }).click();
+    await expect(
+      page.getByRole('status').filter({ hasText: 'Copied LOG_LEVEL in staging' }),
+    ).toBeVisible();
+    assert.equal(
+      await page.evaluate(() => navigator.clipboard.readText()),
+      VALUES.staging.LOG_LEVEL,
+    );
+    await target.focus();
+    const meta = target.locator('.cell-meta');
+    await expect(meta).toBeVisible();
+    await expect(meta).toContainText('v1 ·');
+    await expect(meta).toContainText('by you');
   }));
 
 test('keyboard only: arrows, Enter, Escape, /, ? and Shift+R', (t) =>
@@ -138,7 +203,7 @@ test('keyboard only: arrows, Enter, Escape, /, ? and Shift+R', (t) =>
     await expect(cell(page, 'LOG_LEVEL', 'development')).toBeFocused();
     await expect(cell(page, 'LOG_LEVEL', 'development')).toHaveAttribute('data-state', 'changed');
     await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText(
-      '1 change in 1 environment',
+      '1 unsaved change in development',
     );
 
     // / focuses the filter; Escape empties it.
@@ -157,6 +222,7 @@ test('keyboard only: arrows, Enter, Escape, /, ? and Shift+R', (t) =>
     const shortcuts = page.getByRole('dialog', { name: 'Keyboard shortcuts' });
     await expect(shortcuts).toBeVisible();
     await expect(shortcuts).toContainText('Review pending changes');
+    await expect(shortcuts).toContainText('Delete or Backspace');
     await page.keyboard.press('Escape');
     await expect(shortcuts).toBeHidden();
 
@@ -168,8 +234,7 @@ test('keyboard only: arrows, Enter, Escape, /, ? and Shift+R', (t) =>
     await expect(review).toContainText('LOG_LEVEL');
     await page.keyboard.press('Escape');
     await expect(review).toBeHidden();
-    await page.getByRole('button', { name: 'Discard all' }).click();
-    await expect(page.getByRole('region', { name: 'Pending changes' })).toBeHidden();
+    await discardAll(page);
   }));
 
 test('.env paste: a bad line is named by number and stages nothing; fixed, it saves', (t) =>
@@ -198,7 +263,7 @@ test('.env paste: a bad line is named by number and stages nothing; fixed, it sa
     await dialog.getByRole('button', { name: 'Stage changes' }).click();
     await expect(dialog).toBeHidden();
     await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText(
-      '3 changes in 1 environment',
+      '3 unsaved changes in development',
     );
     await expect(cell(page, 'API_TIMEOUT_MS', 'development')).toHaveAttribute(
       'data-state',
@@ -234,6 +299,12 @@ test('compare staging with production and promote two values', (t) =>
     for (const value of [...Object.values(VALUES.staging), ...Object.values(VALUES.production)])
       assert.ok(!text.includes(value), 'compare masks values until revealed');
     await mainPage(page, 'compare-dialog');
+    const stage = dialog.getByRole('button', { name: 'Select secrets to copy' });
+    await expect(stage).toBeDisabled();
+    await dialog.getByRole('checkbox', { name: 'Select all' }).check();
+    await expect(dialog.getByRole('button', { name: 'Copy 5 to production' })).toBeEnabled();
+    await dialog.getByRole('button', { name: 'Select none' }).click();
+    await expect(stage).toBeDisabled();
     await dialog.getByRole('checkbox', { name: 'Copy REDIS_URL to production' }).check();
     await dialog.getByRole('checkbox', { name: 'Copy LOG_LEVEL to production' }).check();
     await dialog.getByRole('button', { name: 'Copy 2 to production' }).click();
@@ -254,6 +325,25 @@ test('compare staging with production and promote two values', (t) =>
     assert.equal((await sdkRead('staging', 'LOG_LEVEL')).version, 1, 'the source is untouched');
   }));
 
+test('compare: a name only in the target can be staged for deletion there', (t) =>
+  onGrid(t, 'compare-delete', async ({ page }) => {
+    await page.getByRole('button', { name: 'Compare' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Compare environments' });
+    const options = dialog.getByLabel('From', { exact: true }).locator('option');
+    const idOf = async (name: string) =>
+      String(await options.filter({ hasText: name }).first().getAttribute('value'));
+    await dialog.getByLabel('From', { exact: true }).selectOption(await idOf('development'));
+    await dialog.getByLabel('To', { exact: true }).selectOption(await idOf('staging'));
+    await dialog.getByRole('checkbox', { name: 'Delete SENTRY_DSN from staging' }).check();
+    await dialog.getByRole('button', { name: 'Delete 1 from staging' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(cell(page, 'SENTRY_DSN', 'staging')).toHaveAttribute('data-state', 'deleted');
+    await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText(
+      '1 unsaved change in staging',
+    );
+    await discardAll(page);
+  }));
+
 test('history: two saves, both versions listed, their diff, roll back to the first', (t) =>
   onGrid(t, 'history', async ({ page }) => {
     const first = VALUES.development.SESSION_SECRET;
@@ -267,7 +357,9 @@ test('history: two saves, both versions listed, their diff, roll back to the fir
       await editor.press('Enter');
       await page.getByRole('button', { name: 'Review' }).click();
       const review = page.getByRole('dialog', { name: 'Review changes' });
-      await review.getByRole('button', { name: 'Save 1 change' }).click();
+      // The first save by its button, the second by the keyboard (Ctrl+Enter).
+      if (value === second) await review.getByRole('button', { name: 'Save 1 change' }).click();
+      else await page.keyboard.press('Control+Enter');
       await expect(review).toBeHidden({ timeout: 20_000 });
     }
     assert.equal((await sdkRead('development', 'SESSION_SECRET')).version, 3);

@@ -69,9 +69,11 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     await visitor.goto('/');
     await page.waitForURL(/\/signin$/);
     await expect(page.getByRole('heading', { name: 'Sign in to Coffer' })).toBeVisible();
+    assert.equal(await page.title(), 'Sign in · Coffer');
     if (options.pages) await mainPage(page, 'sign-in');
     await page.getByRole('link', { name: 'Create an account' }).click();
     await expect(page.getByRole('heading', { name: 'Create your Coffer account' })).toBeVisible();
+    assert.equal(await page.title(), 'Create account · Coffer');
     if (options.pages) await mainPage(page, 'sign-up');
 
     // The recovery key, shown once; Continue waits for the confirmation.
@@ -81,9 +83,24 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     if (options.pages) await mainPage(page, 'recovery-key');
     await confirmRecoveryKey(page);
     await expect(page.getByRole('heading', { name: 'Create your first project' })).toBeVisible();
+    assert.equal(await page.title(), 'Projects · Coffer');
     if (options.pages) await mainPage(page, 'projects-empty');
 
     const projectId = await createProject(page, 'Storefront');
+    await page.waitForFunction(() => document.title === 'Secrets · Storefront · Coffer');
+
+    if (options.pages) {
+      // The "Add secret" dialog as it opens, for the screenshots.
+      await page
+        .getByRole('button', { name: /^Add (a )?secret$/ })
+        .first()
+        .click();
+      const adding = page.getByRole('dialog', { name: 'Add a secret' });
+      await expect(adding).toBeVisible();
+      await mainPage(page, 'add-secret-dialog');
+      await page.keyboard.press('Escape');
+      await expect(adding).toBeHidden();
+    }
 
     // First batch: names added through the dialog, then cells edited per environment.
     await addSecret(page, 'DATABASE_URL', VALUES.devDb);
@@ -93,7 +110,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     await editCell(page, 'STRIPE_SECRET_KEY', 'production', VALUES.prodStripe);
     await addSecret(page, 'LOG_LEVEL', VALUES.logLevel, ['development']);
     const bar = page.getByRole('region', { name: 'Pending changes' });
-    await expect(bar).toContainText('6 changes in 3 environments');
+    await expect(bar).toContainText('6 unsaved changes in development, staging and production');
     await expect(cell(page, 'LOG_LEVEL', 'production')).toContainText('missing');
     await bar.getByRole('button', { name: 'Review' }).click();
     let review = page.getByRole('dialog', { name: 'Review changes' });
@@ -109,7 +126,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
       .getByRole('button', { name: 'Delete LOG_LEVEL in development' })
       .click();
     await addSecret(page, 'REDIS_URL', VALUES.redis, ['staging']);
-    await expect(bar).toContainText('3 changes in 3 environments');
+    await expect(bar).toContainText('3 unsaved changes in development, staging and production');
     await expect(cell(page, 'DATABASE_URL', 'production')).toHaveAttribute('data-state', 'changed');
     await expect(cell(page, 'LOG_LEVEL', 'development')).toHaveAttribute('data-state', 'deleted');
     await expect(cell(page, 'REDIS_URL', 'staging')).toHaveAttribute('data-state', 'added');
@@ -121,7 +138,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     const rowOf = (environment: string, name: string) =>
       review
         .getByRole('region', { name: new RegExp(`^${environment}`) })
-        .getByRole('row')
+        .getByRole('listitem')
         .filter({ hasText: name });
     await expect(rowOf('development', 'LOG_LEVEL')).toContainText('deleted');
     await expect(rowOf('staging', 'REDIS_URL')).toContainText('added');

@@ -130,7 +130,7 @@ test('version conflict: the second writer sees the first one’s value; Keep min
         await editCell(page, name, 'staging', value);
       }
       await expect(page.getByRole('region', { name: 'Pending changes' })).toContainText(
-        '2 changes in 1 environment',
+        /2 unsaved changes in \w+ —/,
       );
     };
     await stage(first, theirs);
@@ -153,6 +153,10 @@ test('version conflict: the second writer sees the first one’s value; Keep min
     const keyConflict = conflicts.locator('.conflict').filter({ hasText: 'PAYMENT_API_KEY' });
     const hookConflict = conflicts.locator('.conflict').filter({ hasText: 'WEBHOOK_SECRET' });
     await expect(keyConflict).toContainText(`is now at version ${base + 1}`);
+    const masked = (await conflicts.textContent()) ?? '';
+    for (const value of [theirs.key, mine.key, theirs.hook, mine.hook])
+      assert.ok(!masked.includes(value), 'conflict values stay masked until revealed');
+    await review.getByRole('button', { name: 'Reveal all' }).click();
     await expect(keyConflict).toContainText(theirs.key);
     await expect(keyConflict).toContainText(mine.key);
     await expect(hookConflict).toContainText(theirs.hook);
@@ -203,6 +207,11 @@ test('invitation: e-mail link, sign-up with the token, accept, wait for the key,
     await expect(card).toContainText('developer');
     await mainPage(page, 'invitation');
     await card.getByRole('button', { name: 'Accept' }).click();
+    // Accepted, the page is one of the app's: its header leads on.
+    await expect(page.getByRole('link', { name: 'Open Payments' })).toBeVisible();
+    await expect(page.getByRole('banner').getByRole('navigation', { name: 'Main' })).toBeVisible();
+    assert.equal(await page.title(), 'Your invitation · Coffer');
+    await mainPage(page, 'invitation-accepted');
     await page.getByRole('link', { name: 'Open Payments' }).click();
     await page.waitForURL(new RegExp(`/projects/${projectId}$`));
 

@@ -73,3 +73,12 @@ export function isCofferApiError(error: unknown, code?: ApiErrorCode): error is 
   if (!(error instanceof Error) || error.name !== 'CofferApiError') return false;
   return code === undefined || (error as CofferApiError).code === code;
 }
+
+/** A `409 version_conflict` caused by the vault's epoch moving (a concurrent re-key): refresh the keys and retry. */
+export function isStaleEpoch(error: unknown): boolean {
+  return (
+    error instanceof CofferApiError &&
+    error.code === 'version_conflict' &&
+    error.details.some((d) => d.issue === 'stale_epoch')
+  );
+}

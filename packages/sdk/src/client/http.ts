@@ -42,13 +42,20 @@ export interface Page<T> {
   pagination: Pagination;
 }
 
-/** Every item of a list endpoint: asks for page 1, 2, … until the last page. */
-export async function allPages<T>(fetchPage: (page: number) => Promise<Page<T>>): Promise<T[]> {
+/**
+ * Every item of a list endpoint: asks for page 1, 2, … (`perPage` items each,
+ * the API's largest page by default) until the last page, or an empty one (a
+ * list that shrank while it was read).
+ */
+export async function allPages<T>(
+  fetchPage: (page: number, perPage: number) => Promise<Page<T>>,
+  perPage = 100,
+): Promise<T[]> {
   const out: T[] = [];
   for (let page = 1; ; page++) {
-    const res = await fetchPage(page);
-    out.push(...res.data);
-    if (page >= res.pagination.total_pages) return out;
+    const { data, pagination } = await fetchPage(page, perPage);
+    out.push(...data);
+    if (page >= pagination.total_pages || data.length === 0) return out;
   }
 }
 

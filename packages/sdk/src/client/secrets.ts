@@ -12,7 +12,7 @@ import {
   parseJsonSecrets,
 } from '../dotenv.js';
 import { environmentIdOf } from './environments.js';
-import { CofferApiError } from './errors.js';
+import { isStaleEpoch } from './errors.js';
 import { allPages, apiPath, type CofferClient, type Page } from './http.js';
 import { readOverrides, type OverrideKey } from './overrides.js';
 import { VaultError } from '../vault/errors.js';
@@ -217,11 +217,6 @@ export class SecretsError extends Error {
 }
 
 export const MAX_BATCH_ITEMS = 1000;
-
-const isStaleEpoch = (err: unknown) =>
-  err instanceof CofferApiError &&
-  err.code === 'version_conflict' &&
-  err.details.some((d) => d.issue === 'stale_epoch');
 
 /**
  * Runs a write with the current key; after a `stale_epoch` conflict (a re-key

@@ -40,6 +40,7 @@ export {
   type RecoveryKeys,
 } from './recovery.js';
 export { fingerprint } from './fingerprint.js';
+export { openFromSelf, sealToSelf, type SelfSealed } from './self-seal.js';
 export { PROJECT_KEY_BYTES, deriveEnvironmentKey, generateProjectKey } from './vault.js';
 export {
   MAX_SECRET_ENVELOPE_LENGTH,

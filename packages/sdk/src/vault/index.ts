@@ -2,6 +2,7 @@
 // open a vault and get environment keys, create a project with its vault, grant
 // members, re-key, and create API keys and CI tokens with their key grants.
 export * from './errors.js';
+export * from './keys.js';
 export * from './session.js';
 export * from './project.js';
 export * from './rekey.js';
@@ -9,4 +10,5 @@ export * from './tokens.js';
 export * from './credential.js';
 export * from './key-pins.js';
 export * from './introduction.js';
+export * from './chain.js';
 export * from './membership.js';

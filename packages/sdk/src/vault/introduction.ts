@@ -25,10 +25,12 @@ import {
 } from '../client/members.js';
 import type { Role } from '../client/projects.js';
 import type { PendingGrant } from '../client/vault.js';
+import { isStaleEpoch } from '../client/errors.js';
 import { VaultError } from './errors.js';
 import type { KeyPins } from './key-pins.js';
-import { loadMembershipChain } from './membership.js';
-import type { VaultKeys, VaultSession } from './session.js';
+import { loadMembershipChain } from './chain.js';
+import type { VaultKeys } from './keys.js';
+import type { VaultSession } from './session.js';
 
 export interface IntroducedInvitation {
   member: InvitedMember;
@@ -82,7 +84,6 @@ export async function inviteWithIntroduction(
         });
         break;
       } catch (error) {
-        const { isStaleEpoch } = await import('./project.js');
         if (attempt < 3 && isStaleEpoch(error)) {
           await session.refresh();
           continue;

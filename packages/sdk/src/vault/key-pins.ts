@@ -14,7 +14,7 @@ import { CofferApiError } from '../client/errors.js';
 import type { CofferClient } from '../client/http.js';
 import { getKeyPins, putKeyPins } from '../client/key-trust.js';
 import { VaultError } from './errors.js';
-import type { VaultKeys } from './session.js';
+import type { VaultKeys } from './keys.js';
 
 /** A user's keys as the server shows them. */
 export interface PinnableUser {

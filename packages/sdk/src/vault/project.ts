@@ -1,12 +1,13 @@
 import { createGrant, generateProjectKey, ready } from '../crypto/index.js';
-import { CofferApiError } from '../client/errors.js';
+import { isStaleEpoch } from '../client/errors.js';
 import type { CofferClient } from '../client/http.js';
 import { getVault, postVaultGrants, type PendingGrant } from '../client/vault.js';
 import { VaultError } from './errors.js';
 import { checkIntroduction } from './introduction.js';
 import { signChainRoot, signStatements, statementsForGrant } from './membership.js';
 import type { KeyPins } from './key-pins.js';
-import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
+import type { VaultKeys } from './keys.js';
+import { openVault, type OpenVaultOptions, type VaultSession } from './session.js';
 
 /** A project as `POST /v1/projects` returns it. */
 export interface CreatedProject {
@@ -187,12 +188,3 @@ export const grantUpload = (g: {
   sealed_key: g.sealed_key,
   signature: g.signature,
 });
-
-/** A 409 caused by the vault's epoch moving (a concurrent re-key). */
-export function isStaleEpoch(error: unknown): boolean {
-  return (
-    error instanceof CofferApiError &&
-    error.code === 'version_conflict' &&
-    error.details.some((d) => d.issue === 'stale_epoch')
-  );
-}

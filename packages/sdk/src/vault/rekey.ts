@@ -23,7 +23,8 @@ import type { KeyPins } from './key-pins.js';
 import { resealIntroductions } from './introduction.js';
 import { signStatements, statementsForGrant } from './membership.js';
 import { grantUpload } from './project.js';
-import { openVault, type OpenVaultOptions, type VaultKeys, type VaultSession } from './session.js';
+import type { VaultKeys } from './keys.js';
+import { openVault, type OpenVaultOptions, type VaultSession } from './session.js';
 
 export type RekeyPhase = 'snapshot' | 'reencrypt' | 'grants' | 'commit' | 'retry' | 'done';
 

@@ -4,7 +4,6 @@ import {
   ready,
   toBase64url,
   wasChainAdmin,
-  type KeyPair,
   type MembershipState,
 } from '../crypto/index.js';
 import { sodium } from '../crypto/sodium.js';
@@ -14,14 +13,9 @@ import { getVault, type StoredGrant, type VaultStatus } from '../client/vault.js
 import { VaultError } from './errors.js';
 import type { KeyPins } from './key-pins.js';
 import { getMembershipChain } from '../client/membership-chain.js';
-import { checkMembershipChain } from './membership.js';
+import { checkMembershipChain } from './chain.js';
+import type { VaultKeys } from './keys.js';
 import { overrideKeyOf, type OverrideKey } from '../client/overrides.js';
-
-/** A member's key pairs (from `logIn`) or a token's (from `tokenKeysFromKeyPart`). */
-export interface VaultKeys {
-  encryption: KeyPair;
-  signing: KeyPair;
-}
 
 export interface OpenVaultOptions {
   /**

@@ -11,7 +11,7 @@ import {
 } from '../client/tokens.js';
 import type { EnvironmentGrantUpload } from '../client/vault.js';
 import { VaultError } from './errors.js';
-import { isStaleEpoch } from './project.js';
+import { isStaleEpoch } from '../client/errors.js';
 import type { VaultSession } from './session.js';
 
 const KEY_PART_BYTES = 32;

@@ -404,7 +404,7 @@ for (const dialect of DIALECTS) {
       ]);
     });
 
-    it('a member of the project who is invited again is refused with 409 already_member', async () => {
+    it('a member or invitee of the project who is invited again is refused with 409 already_member, in words that say which', async () => {
       const admin = await signUp(t);
       const project = await createProject(t, admin);
       const { user } = await addMember(t, admin, project.id, 'viewer');
@@ -420,6 +420,13 @@ for (const dialect of DIALECTS) {
           'already_member',
         );
         assert.deepEqual(error.details, [{ field: 'email', issue: 'already_member' }]);
+        // A pending invitee is not a member yet: the words say which.
+        assert.match(
+          error.message,
+          email.toLowerCase() === pendingEmail.toLowerCase()
+            ? /is already invited \(pending\)$/
+            : /is already a member of this project \(active\)$/,
+        );
       }
     });
   });

@@ -3,7 +3,8 @@ import { keyring } from './keyring';
 
 /**
  * Drops the keys after a period without keyboard or pointer activity. The
- * period is a preference (not a secret), so it is kept in localStorage.
+ * period is a preference (not a secret), so it is kept in localStorage. Its
+ * last minute is announced (useLockingAt), so unsaved work can be reviewed.
  */
 const STORAGE_KEY = 'coffer.autolock-minutes';
 export const AUTOLOCK_CHOICES = [1, 5, 15, 30, 60, 240] as const;
@@ -11,7 +12,18 @@ const DEFAULT_MINUTES = 15;
 
 let minutes = readMinutes();
 let timer: ReturnType<typeof setTimeout> | undefined;
+let warningTimer: ReturnType<typeof setTimeout> | undefined;
+/** While the lock is near (its last minute, or half the period when shorter): when it comes. */
+let lockingAt: number | null = null;
 const listeners = new Set<() => void>();
+const warningListeners = new Set<() => void>();
+const WARNING_MS = 60_000;
+
+function setLockingAt(value: number | null): void {
+  if (value === lockingAt) return;
+  lockingAt = value;
+  warningListeners.forEach((listener) => listener());
+}
 
 function readMinutes(): number {
   const stored = Number(window.localStorage.getItem(STORAGE_KEY));
@@ -20,14 +32,27 @@ function readMinutes(): number {
 
 function arm(): void {
   clearTimeout(timer);
-  if (keyring.isUnlocked()) timer = setTimeout(() => keyring.lock(), minutes * 60_000);
+  clearTimeout(warningTimer);
+  setLockingAt(null);
+  if (!keyring.isUnlocked()) return;
+  const period = minutes * 60_000;
+  const deadline = Date.now() + period;
+  warningTimer = setTimeout(
+    () => setLockingAt(deadline),
+    period - Math.min(WARNING_MS, period / 2),
+  );
+  timer = setTimeout(() => {
+    setLockingAt(null);
+    keyring.lock();
+  }, period);
 }
 
 let lastArmed = 0;
 function activity(): void {
-  // Re-arming on every mouse move would churn timers; once a second is plenty.
+  // Re-arming on every mouse move would churn timers; once a second is plenty
+  // (but at once while the lock warning is up: any activity cancels it).
   const now = Date.now();
-  if (now - lastArmed < 1000) return;
+  if (now - lastArmed < 1000 && lockingAt === null) return;
   lastArmed = now;
   arm();
 }
@@ -45,6 +70,17 @@ export function setAutolockMinutes(value: number): void {
   window.localStorage.setItem(STORAGE_KEY, String(value));
   arm();
   listeners.forEach((listener) => listener());
+}
+
+/** When the auto-lock comes, during its warning period; null otherwise. */
+export function useLockingAt(): number | null {
+  return useSyncExternalStore(
+    (listener) => {
+      warningListeners.add(listener);
+      return () => warningListeners.delete(listener);
+    },
+    () => lockingAt,
+  );
 }
 
 export function useAutolockMinutes(): number {

@@ -13,6 +13,8 @@ let pins: Promise<KeyPins> | null = null;
 const vaults = new Map<string, Promise<VaultSession>>();
 const listeners = new Set<() => void>();
 const onLock = new Set<() => void>();
+const beforeLock = new Set<(keys: UserKeys, owner: string) => void>();
+const onUnlock = new Set<(keys: UserKeys, owner: string) => void>();
 
 const notify = () => listeners.forEach((listener) => listener());
 
@@ -23,17 +25,21 @@ export const keyring = {
     return () => listeners.delete(listener);
   },
   isUnlocked: (): boolean => userKeys !== null,
+  /** Whose keys are held (the user id), or null while locked. */
+  userId: (): string | null => (userKeys ? userId : null),
 
   unlock(keys: UserKeys, owner: string): void {
     keyring.lock();
     userKeys = keys;
     userId = owner;
+    onUnlock.forEach((callback) => callback(keys, owner));
     notify();
   },
 
   /** Best-effort erasure: the private keys and every opened vault's keys are zeroed. */
   lock(): void {
     const held = userKeys;
+    if (held && userId) for (const callback of beforeLock) callback(held, userId);
     userKeys = null;
     pins = null;
     for (const vault of vaults.values())
@@ -52,6 +58,21 @@ export const keyring = {
   onLock(callback: () => void): () => void {
     onLock.add(callback);
     return () => onLock.delete(callback);
+  },
+
+  /**
+   * Runs while the keys are still held, just before a lock drops them: to seal
+   * what must survive the lock (the grid's staged changes) to the user's own key.
+   */
+  beforeLock(callback: (keys: UserKeys, owner: string) => void): () => void {
+    beforeLock.add(callback);
+    return () => beforeLock.delete(callback);
+  },
+
+  /** Runs after an unlock, with the keys: to open what beforeLock sealed. */
+  onUnlock(callback: (keys: UserKeys, owner: string) => void): () => void {
+    onUnlock.add(callback);
+    return () => onUnlock.delete(callback);
   },
 
   /** The public halves, e.g. to show the user's fingerprint. */

@@ -71,7 +71,7 @@ export function AccessPage() {
         </p>
       ) : (
         <div className="table-scroll">
-          <table className="table">
+          <table className="table cards-narrow">
             <thead>
               <tr>
                 <th scope="col">Member</th>
@@ -89,8 +89,8 @@ export function AccessPage() {
                     <div>{member.name}</div>
                     <div className="muted small">{member.email}</div>
                   </td>
-                  <td>{member.role}</td>
-                  <td>
+                  <td data-label="Role">{member.role}</td>
+                  <td data-label="Key fingerprint">
                     <span className="mono fingerprint">{member.fingerprint}</span>
                     {member.introduction?.proof ? (
                       <div className="small introduced">accepted with your introduction link</div>

@@ -17,6 +17,7 @@ import { keyring } from '../lib/keyring';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
+import { useTitle } from '../lib/title';
 
 const allSessions = (): Promise<Session[]> =>
   allPages((page) =>
@@ -25,6 +26,7 @@ const allSessions = (): Promise<Session[]> =>
 
 /** My account: who I am, my key fingerprint, sessions, password, auto-lock. */
 export function AccountPage() {
+  useTitle('Account');
   const state = useAuth();
   const user = state.status === 'signed-in' ? state.user : null;
   const keys = keyring.publicKeys();
@@ -230,8 +232,8 @@ function AutolockCard() {
         ))}
       </select>
       <p className="muted small">
-        Locking drops your keys, every decrypted value and unsaved edits from memory; your password
-        unlocks again without signing in.
+        Locking drops your keys and every decrypted value from memory; unsaved edits are kept sealed
+        with your key until you unlock again with your password (no new sign-in).
       </p>
       <div>
         <button type="button" onClick={() => auth.lock()}>

@@ -27,9 +27,11 @@ export function EnvironmentsPage() {
   const canEdit = project.role !== 'viewer';
 
   return (
-    <section className="page stack">
+    <section className="page stack" aria-labelledby="environments-title">
       <div className="page-header">
-        <h2>Environments</h2>
+        <h2 id="environments-title" className="visually-hidden">
+          Environments
+        </h2>
         {canEdit ? (
           <button type="button" className="primary" onClick={() => setEditing({ kind: 'create' })}>
             New environment
@@ -54,7 +56,7 @@ export function EnvironmentsPage() {
           ) : null}
         </div>
       ) : (
-        <table className="table">
+        <table className="table cards-narrow">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -72,9 +74,13 @@ export function EnvironmentsPage() {
             {environments.data.map((environment) => (
               <tr key={environment.id}>
                 <td>{environment.name}</td>
-                <td className="mono">{environment.slug}</td>
-                <td>{environment.secret_count}</td>
-                <td title={formatDate(environment.created_at)}>{ago(environment.created_at)}</td>
+                <td className="mono" data-label="Slug">
+                  {environment.slug}
+                </td>
+                <td data-label="Secrets">{environment.secret_count}</td>
+                <td data-label="Created" title={formatDate(environment.created_at)}>
+                  {ago(environment.created_at)}
+                </td>
                 {canEdit ? (
                   <td className="row-actions">
                     <button

@@ -16,6 +16,7 @@ import { introduction } from '../lib/introduction';
 import { keyring } from '../lib/keyring';
 import { formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
+import { useTitle } from '../lib/title';
 
 interface Joined {
   /** The project's fingerprint (its chain's root); null for a project without a chain yet. */
@@ -195,6 +196,7 @@ function JoinedCard({ invitation, fingerprint, verified }: Joined & { invitation
 }
 
 export function InvitationsPage() {
+  useTitle('Invitations');
   return (
     <section className="page stack">
       <h1>Invitations</h1>

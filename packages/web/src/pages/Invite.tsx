@@ -3,9 +3,9 @@ import { Link, useSearchParams } from 'react-router';
 import { auth, useAuth, useUnlocked } from '../lib/auth';
 import { introduction } from '../lib/introduction';
 import { SignUpForm } from './SignUp';
-import { UnlockScreen } from './Unlock';
+import { useTitle } from '../lib/title';
 import { InvitationList } from './Invitations';
-import { signInPath } from './Shell';
+import { signInPath, TopBar, Unlock } from './Shell';
 
 /**
  * The invitation e-mail's link, `/invite?token=…`. Without an account the
@@ -18,16 +18,23 @@ export function InvitePage() {
   const state = useAuth();
   const unlocked = useUnlocked();
   const [mode, setMode] = useState<'choose' | 'signup'>('choose');
+  // The page sets the title for what it shows (the unlock screen within it too: a
+  // parent's effect runs after its child's).
+  useTitle(state.status !== 'signed-in' ? 'Invitation' : unlocked ? 'Your invitation' : 'Unlock');
 
   if (state.status === 'loading') return <div className="center-page muted">Loading…</div>;
-  if (state.status === 'signed-in' && !unlocked) return <UnlockScreen user={state.user} />;
+  if (state.status === 'signed-in' && !unlocked) return <Unlock user={state.user} />;
   if (state.status === 'signed-in') {
+    // Signed in, the invitation is a page of the app: its header leads on once accepted.
     return (
-      <div className="center-page">
-        <section className="page narrow stack">
-          <h1>Your invitation</h1>
-          <InvitationList {...(token ? { token } : {})} />
-        </section>
+      <div className="shell">
+        <TopBar />
+        <main id="main" tabIndex={-1}>
+          <section className="page narrow stack">
+            <h1>Your invitation</h1>
+            <InvitationList {...(token ? { token } : {})} />
+          </section>
+        </main>
       </div>
     );
   }

@@ -22,7 +22,7 @@ import { copyText } from '../lib/clipboard';
 import { keyring } from '../lib/keyring';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { membersKey } from '../lib/members';
+import { membersKey, useMemberDirectory } from '../lib/members';
 import { chainKey, vaultKey } from '../lib/queries';
 import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
@@ -59,6 +59,12 @@ export function MembersPage() {
     queryFn: () => listMembers(client, project.id, query),
     placeholderData: keepPreviousData,
   });
+  // Every member (not only this page of the list): whether the caller is the project's only admin.
+  const directory = useMemberDirectory(project.id);
+  const activeAdmins = [...(directory.data?.values() ?? [])].filter(
+    (m) => m.role === 'admin' && m.status === 'active',
+  );
+  const lastAdmin = activeAdmins.length === 1 && activeAdmins[0]!.user.id === me;
   const [removing, setRemoving] = useState<MemberListItem | null>(null);
   const [rekeyAfter, setRekeyAfter] = useState<string | null>(null);
   const [rowError, setRowError] = useState<{ id: string; error: unknown } | null>(null);
@@ -112,10 +118,10 @@ export function MembersPage() {
   const set = (changes: Partial<MemberQuery>) => setQuery((q) => ({ ...q, page: 1, ...changes }));
 
   return (
-    <section className="page stack">
-      <div className="page-header">
-        <h2>Members</h2>
-      </div>
+    <section className="page stack" aria-labelledby="members-title">
+      <h2 id="members-title" className="visually-hidden">
+        Members
+      </h2>
       {isAdmin ? <InviteForm projectId={project.id} onInvited={refresh} /> : null}
       {removed ? (
         <p className="notice small" role="status">
@@ -182,7 +188,7 @@ export function MembersPage() {
       ) : (
         <>
           <div className="table-scroll">
-            <table className="table" aria-busy={members.isFetching}>
+            <table className="table cards-narrow" aria-busy={members.isFetching}>
               <thead>
                 <tr>
                   <th scope="col">Member</th>
@@ -210,7 +216,7 @@ export function MembersPage() {
                         </div>
                         <div className="muted small">{member.user.email}</div>
                       </td>
-                      <td>
+                      <td data-label="Role">
                         {isAdmin && member.status !== 'revoked' ? (
                           <select
                             aria-label={`Role of ${member.user.email}`}
@@ -240,13 +246,15 @@ export function MembersPage() {
                           </div>
                         ) : null}
                       </td>
-                      <td>
+                      <td data-label="Status">
                         <span className={`status status-${member.status}`}>{member.status}</span>
                       </td>
-                      <td title={since ? formatDate(since) : undefined}>
+                      <td data-label="Since" title={since ? formatDate(since) : undefined}>
                         {since ? `${member.joined_at ? 'joined' : 'invited'} ${ago(since)}` : '—'}
                       </td>
-                      {isAdmin ? (
+                      {isAdmin && lastAdmin && member.user.id === me ? (
+                        <td className="row-actions muted small">The only admin</td>
+                      ) : isAdmin ? (
                         <td className="row-actions">
                           <button
                             type="button"

@@ -1,6 +1,8 @@
 import { Link } from 'react-router';
+import { useTitle } from '../lib/title';
 
 export function NotFoundPage() {
+  useTitle('Page not found');
   return (
     <section className="page stack">
       <h1>Page not found</h1>

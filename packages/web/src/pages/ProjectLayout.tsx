@@ -1,7 +1,8 @@
-import { type Project } from '@coffer/sdk';
-import { Link, NavLink, Outlet, useOutletContext, useParams } from 'react-router';
-import { useState } from 'react';
+import { type Project, type Role } from '@coffer/sdk';
+import { Link, NavLink, Outlet, useLocation, useOutletContext, useParams } from 'react-router';
+import { useEffect, useRef, useState } from 'react';
 import { useChain, useProject, useVaultStatus } from '../lib/queries';
+import { useTitle } from '../lib/title';
 import { RekeyDialog } from './Rekey';
 import { ErrorNote } from '../ui/ErrorNote';
 
@@ -9,9 +10,42 @@ export function useProjectContext(): Project {
   return useOutletContext<Project>();
 }
 
-export function ProjectLayout() {
+/** One tab of a project: its path under `/projects/:id` ('' for Secrets), its label, who sees it. */
+export interface ProjectTab {
+  path: string;
+  label: string;
+  roles: readonly Role[];
+}
+
+export const ANYONE: readonly Role[] = ['admin', 'developer', 'viewer'];
+export const WRITERS: readonly Role[] = ['admin', 'developer'];
+export const ADMINS: readonly Role[] = ['admin'];
+
+export function ProjectLayout({ tabs }: { tabs: readonly ProjectTab[] }) {
   const { projectId = '' } = useParams();
   const project = useProject(projectId);
+  const location = useLocation();
+  const current = location.pathname.split('/')[3] ?? '';
+  // "Secrets · acme · Coffer": the tab, then the project.
+  useTitle(tabs.find((tab) => tab.path === current)?.label, project.data?.name);
+  // At phone width the strip scrolls: the current tab is brought into it.
+  const strip = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const reveal = () => {
+      const nav = strip.current;
+      const active = nav?.querySelector<HTMLElement>('a.active');
+      if (!nav || !active) return;
+      const { offsetLeft, offsetWidth } = active;
+      if (
+        offsetLeft < nav.scrollLeft ||
+        offsetLeft + offsetWidth > nav.scrollLeft + nav.clientWidth
+      )
+        nav.scrollLeft = offsetLeft - (nav.clientWidth - offsetWidth) / 2;
+    };
+    reveal();
+    window.addEventListener('resize', reveal);
+    return () => window.removeEventListener('resize', reveal);
+  }, [current, project.data]);
   if (project.isPending) return <div className="page muted">Loading project…</div>;
   if (project.isError) {
     return (
@@ -27,18 +61,18 @@ export function ProjectLayout() {
       <div className="project-header">
         <h1>{p.name}</h1>
         <span className="role-tag">{p.role}</span>
-        <nav aria-label="Project" className="tabs">
-          <NavLink end to={`/projects/${p.id}`}>
-            Secrets
-          </NavLink>
-          <NavLink to={`/projects/${p.id}/environments`}>Environments</NavLink>
-          <NavLink to={`/projects/${p.id}/members`}>Members</NavLink>
-          {p.role === 'admin' ? <NavLink to={`/projects/${p.id}/access`}>Access</NavLink> : null}
-          {p.role !== 'viewer' ? <NavLink to={`/projects/${p.id}/tokens`}>Tokens</NavLink> : null}
-          {p.role === 'admin' ? <NavLink to={`/projects/${p.id}/audit`}>Audit</NavLink> : null}
-          {p.role === 'admin' ? (
-            <NavLink to={`/projects/${p.id}/settings`}>Settings</NavLink>
-          ) : null}
+        <nav aria-label="Project" className="tabs" ref={strip}>
+          {tabs
+            .filter((tab) => tab.roles.includes(p.role))
+            .map((tab) => (
+              <NavLink
+                key={tab.path}
+                end={tab.path === ''}
+                to={tab.path ? `/projects/${p.id}/${tab.path}` : `/projects/${p.id}`}
+              >
+                {tab.label}
+              </NavLink>
+            ))}
         </nav>
       </div>
       {p.role === 'admin' ? <RekeyBanner projectId={p.id} /> : null}

@@ -38,7 +38,9 @@ function ProjectSettings({ project }: { project: Project }) {
 
   return (
     <section className="page stack" aria-labelledby="project-settings">
-      <h2 id="project-settings">Project settings</h2>
+      <h2 id="project-settings" className="visually-hidden">
+        Project settings
+      </h2>
       <form
         className="stack narrow"
         onSubmit={(event) => {

@@ -9,8 +9,10 @@ import { keyring } from '../lib/keyring';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
+import { useTitle } from '../lib/title';
 
 export function ProjectsPage() {
+  useTitle('Projects');
   const [creating, setCreating] = useState(false);
   const projects = useQuery({
     queryKey: ['projects'],

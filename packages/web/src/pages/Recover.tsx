@@ -4,9 +4,11 @@ import { auth } from '../lib/auth';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
+import { useTitle } from '../lib/title';
 
 /** A forgotten password: the recovery key unwraps the keys here and a new password wraps them again. */
 export function RecoverPage() {
+  useTitle('Recover account');
   const navigate = useNavigate();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);

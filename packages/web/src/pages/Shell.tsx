@@ -1,10 +1,14 @@
 import { listInvitations } from '@coffer/sdk';
 import { useQuery } from '@tanstack/react-query';
 import { Link, NavLink, Navigate, Outlet, useLocation } from 'react-router';
+import { requestSignOut, UnsavedChangesGuard } from '../secrets/UnsavedChangesGuard';
 import { auth, useAuth, useUnlocked } from '../lib/auth';
 import { client } from '../lib/client';
 import { UnlockScreen } from './Unlock';
 import { ErrorNote } from '../ui/ErrorNote';
+import { ThemePicker } from '../ui/ThemePicker';
+import { useTitle } from '../lib/title';
+import type { User } from '@coffer/sdk';
 
 /** Where sign-in sends the user back to: the page they were on. */
 export function signInPath(location: { pathname: string; search: string }): string {
@@ -38,11 +42,30 @@ export function RequireSession() {
     );
   }
   if (state.status === 'signed-out') return <Navigate to={signInPath(location)} replace />;
-  if (!unlocked) return <UnlockScreen user={state.user} />;
+  if (!unlocked) return <Unlock user={state.user} />;
   return <Outlet />;
 }
 
+/** The unlock screen, titled (only the screen shown sets the title: a parent's effect would run last). */
+export function Unlock({ user }: { user: User }) {
+  useTitle('Unlock');
+  return <UnlockScreen user={user} />;
+}
+
 export function AppShell() {
+  return (
+    <div className="shell">
+      <TopBar />
+      <main id="main" tabIndex={-1}>
+        <Outlet />
+      </main>
+      <UnsavedChangesGuard />
+    </div>
+  );
+}
+
+/** The app's header: the main navigation, the theme, the user, Lock and Sign out. */
+export function TopBar() {
   const state = useAuth();
   const user = state.status === 'signed-in' ? state.user : null;
   const invitations = useQuery({
@@ -51,7 +74,7 @@ export function AppShell() {
   });
   const pending = invitations.data?.pagination.total ?? 0;
   return (
-    <div className="shell">
+    <>
       <a className="skip-link" href="#main">
         Skip to content
       </a>
@@ -73,20 +96,18 @@ export function AppShell() {
           <NavLink to="/account">Account</NavLink>
         </nav>
         <div className="topbar-user">
-          <span className="muted small" title={user?.email}>
+          <span className="muted small topbar-name" title={user?.email}>
             {user?.name}
           </span>
+          <ThemePicker />
           <button type="button" onClick={() => auth.lock()}>
             Lock
           </button>
-          <button type="button" onClick={() => void auth.signOut()}>
+          <button type="button" onClick={requestSignOut}>
             Sign out
           </button>
         </div>
       </header>
-      <main id="main" tabIndex={-1}>
-        <Outlet />
-      </main>
-    </div>
+    </>
   );
 }

@@ -76,7 +76,7 @@ export function SignChainDialog({
               then accepts keys only from admins of the chain.
             </p>
             <div className="table-scroll">
-              <table className="table key-holders">
+              <table className="table key-holders cards-narrow">
                 <caption className="visually-hidden">Key holders to sign in</caption>
                 <thead>
                   <tr>
@@ -94,8 +94,8 @@ export function SignChainDialog({
                             phone the fingerprint, what this dialog is for, stays on screen. */}
                         <div className="mono fingerprint">{c.fingerprint}</div>
                       </td>
-                      <td>{c.role}</td>
-                      <td>{PINNED[c.pinned]}</td>
+                      <td data-label="Role">{c.role}</td>
+                      <td data-label="Your pin">{PINNED[c.pinned]}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -3,6 +3,7 @@ import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
 import { auth, useAuth } from '../lib/auth';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
+import { useTitle } from '../lib/title';
 
 /** Only same-site paths are followed after sign-in (no open redirect). */
 export function safeNext(next: string | null): string {
@@ -10,6 +11,7 @@ export function safeNext(next: string | null): string {
 }
 
 export function SignInPage() {
+  useTitle('Sign in');
   const [params] = useSearchParams();
   const next = safeNext(params.get('next'));
   const state = useAuth();

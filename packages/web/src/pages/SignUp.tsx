@@ -6,6 +6,7 @@ import { copyText, downloadText } from '../lib/clipboard';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
+import { useTitle } from '../lib/title';
 
 /**
  * Sign-up, optionally with an invitation token (it proves the address). The
@@ -143,6 +144,7 @@ export function SignUpForm({
 }
 
 export function SignUpPage() {
+  useTitle('Create account');
   const state = useAuth();
   const navigate = useNavigate();
   if (state.status === 'signed-in') return <Navigate to="/projects" replace />;

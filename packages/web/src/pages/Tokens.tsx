@@ -96,10 +96,10 @@ function TokenSection({ kind }: { kind: Kind }) {
       ) : list.isError ? (
         <ErrorNote error={list.error} onRetry={() => void list.refetch()} />
       ) : list.data.data.length === 0 ? (
-        <p className="muted">None yet.</p>
+        <p className="muted">{kind === 'api-key' ? 'No API keys yet.' : 'No CI tokens yet.'}</p>
       ) : (
         <div className="table-scroll">
-          <table className="table">
+          <table className="table cards-narrow">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -124,23 +124,29 @@ function TokenSection({ kind }: { kind: Kind }) {
                       <div>{token.name || <span className="muted">(unnamed)</span>}</div>
                       <div className="muted small mono">{token.id}</div>
                     </td>
-                    {kind === 'api-key' ? <td>{(token as ApiKey).role}</td> : null}
-                    <td className="mono small">{scopeText(token.scopes, environments.data)}</td>
-                    <td title={formatDate(token.created_at)}>
+                    {kind === 'api-key' ? (
+                      <td data-label="Role">{(token as ApiKey).role}</td>
+                    ) : null}
+                    <td className="mono small" data-label="Scopes">
+                      {scopeText(token.scopes, environments.data)}
+                    </td>
+                    <td data-label="Created" title={formatDate(token.created_at)}>
                       {ago(token.created_at)}
                       <div className="muted small">
                         by {describeUser(directory.data, token.created_by)}
                       </div>
                     </td>
-                    <td>
+                    <td data-label="Expires">
                       {token.expires_at ? (
                         <span title={formatDate(token.expires_at)}>{ago(token.expires_at)}</span>
                       ) : (
                         'never'
                       )}
                     </td>
-                    <td>{token.last_used_at ? ago(token.last_used_at) : 'never'}</td>
-                    <td>
+                    <td data-label="Last used">
+                      {token.last_used_at ? ago(token.last_used_at) : 'never'}
+                    </td>
+                    <td data-label="Status">
                       {token.revoked_at
                         ? `revoked ${ago(token.revoked_at)}`
                         : expired
@@ -169,7 +175,9 @@ function TokenSection({ kind }: { kind: Kind }) {
           </table>
         </div>
       )}
-      <Pagination info={list.data?.pagination} label={title} onPage={setPage} />
+      {list.data?.data.length ? (
+        <Pagination info={list.data.pagination} label={title} onPage={setPage} />
+      ) : null}
       {creating ? (
         <CreateTokenDialog
           kind={kind}
@@ -224,7 +232,7 @@ function CreateTokenDialog({
   const [role, setRole] = useState<Role>('developer');
   const [scopes, setScopes] = useState<Record<string, Scope | ''>>({});
   const [credential, setCredential] = useState<string | null>(null);
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<'credential' | 'command' | null>(null);
   const create = useMutation({
     mutationFn: async (input: { name: string; expiryDays: number | null; ttl: number }) => {
       const session = await keyring.vault(project.id);
@@ -274,14 +282,23 @@ function CreateTokenDialog({
             <button
               type="button"
               className="primary"
-              onClick={() => void copyText(credential).then(() => setCopied(true))}
+              onClick={() => void copyText(credential).then(() => setCopied('credential'))}
             >
-              {copied ? 'Copied' : 'Copy'}
+              {copied === 'credential' ? 'Copied' : 'Copy'}
             </button>
           </div>
-          <p className="small muted">
-            Use it as <code>COFFER_TOKEN=…</code> with <code>coffer run</code>, or with the SDK.
-          </p>
+          {kind === 'ci-token' || role !== 'viewer' ? (
+            <RunLine
+              credential={credential}
+              environments={environments.filter((e) => scopes[e.id])}
+              copied={copied === 'command'}
+              onCopy={(line) => void copyText(line).then(() => setCopied('command'))}
+            />
+          ) : (
+            <p className="small muted">
+              A viewer key lists names only; use it with the SDK or the API.
+            </p>
+          )}
           <div className="actions">
             <button type="button" onClick={onClose}>
               Done
@@ -385,5 +402,47 @@ function CreateTokenDialog({
         {noScopes ? <p className="muted small">Choose at least one environment.</p> : null}
       </form>
     </Dialog>
+  );
+}
+
+/**
+ * The command a pipeline or a container runs with the new credential: the
+ * `coffer` CLI reads it from COFFER_TOKEN and this server from COFFER_SERVER.
+ */
+function runLine(server: string, credential: string, environment: string | null): string {
+  const env = environment ? ` --env ${environment}` : '';
+  return `COFFER_SERVER=${server} COFFER_TOKEN=${credential} coffer run${env} -- <command>`;
+}
+
+function RunLine({
+  credential,
+  environments,
+  copied,
+  onCopy,
+}: {
+  credential: string;
+  environments: Environment[];
+  copied: boolean;
+  onCopy: (line: string) => void;
+}) {
+  const environment = environments[0]?.slug ?? null;
+  const line = runLine(window.location.origin, credential, environment);
+  return (
+    <div className="stack run-line">
+      <p>Run a command with its secrets:</p>
+      <output className="recovery-key mono" aria-label="Run a command with its secrets">
+        {line}
+      </output>
+      <div className="actions start">
+        <button type="button" onClick={() => onCopy(line)}>
+          {copied ? 'Copied the command' : 'Copy the command'}
+        </button>
+      </div>
+      <p className="small muted">
+        Replace <code>&lt;command&gt;</code> with what should get the secrets as environment
+        variables{environments.length > 1 ? '; --env picks one of its environments' : ''}. The SDK
+        takes the same credential.
+      </p>
+    </div>
   );
 }

@@ -3,11 +3,14 @@ import { useState, type FormEvent } from 'react';
 import { auth } from '../lib/auth';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
+import { dropSealed, useSealedCount } from '../secrets/store';
+import { unsavedChanges } from '../secrets/UnsavedChangesGuard';
 
 /** A live session without keys (a reload, the auto-lock): the password unlocks them again. */
 export function UnlockScreen({ user }: { user: User }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const sealed = useSealedCount();
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -32,6 +35,12 @@ export function UnlockScreen({ user }: { user: User }) {
           Signed in as <strong>{user.email}</strong>. Your keys are not kept after a reload or after
           a period without activity; enter your password to decrypt again.
         </p>
+        {sealed > 0 ? (
+          <p className="notice" role="status">
+            Your {unsavedChanges(sealed)} {sealed === 1 ? 'is' : 'are'} kept sealed with your key
+            and restored when you unlock. Signing out discards {sealed === 1 ? 'it' : 'them'}.
+          </p>
+        ) : null}
         {/* For password managers: which account this password belongs to. */}
         <input
           type="text"
@@ -57,7 +66,14 @@ export function UnlockScreen({ user }: { user: User }) {
         </button>
         <p className="small">
           Not you?{' '}
-          <button type="button" className="link" onClick={() => void auth.signOut()}>
+          <button
+            type="button"
+            className="link"
+            onClick={() => {
+              dropSealed();
+              void auth.signOut();
+            }}
+          >
             Sign out
           </button>
         </p>

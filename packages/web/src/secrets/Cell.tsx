@@ -2,7 +2,20 @@ import { memo, useRef, type KeyboardEvent } from 'react';
 import { copyText } from '../lib/clipboard';
 import { ago, formatDate } from '../lib/format';
 import type { SecretMeta } from './data';
-import { activeCell, cellId, editingCell, useIsActive, useIsEditing } from './grid-state';
+import {
+  activeCell,
+  cellId,
+  editingCell,
+  focusedCell,
+  hoveredCell,
+  useIsActive,
+  useIsEditing,
+  useIsFocused,
+  useIsHovered,
+} from './grid-state';
+import { useProjectContext } from '../pages/ProjectLayout';
+import { describeUser, useMemberDirectory } from '../lib/members';
+import { keyring } from '../lib/keyring';
 import { plaintext } from './plaintext';
 import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
 import {
@@ -61,6 +74,8 @@ export const Cell = memo(function Cell(props: CellProps) {
   const shown = useRevealed(environmentId, name);
   const active = useIsActive(id);
   const editing = useIsEditing(id);
+  const hovered = useIsHovered(id);
+  const focused = useIsFocused(id);
   const exists = meta !== undefined || change?.kind === 'set';
   const label = `${name} in ${environmentName}`;
 
@@ -89,13 +104,23 @@ export const Cell = memo(function Cell(props: CellProps) {
       />
     );
   } else if (!exists && change?.kind !== 'delete') {
-    content = <span className="missing">missing</span>;
+    content = canWrite ? (
+      <button
+        type="button"
+        className="missing"
+        tabIndex={-1}
+        aria-label={`Missing: add ${label}`}
+        title="Add a value here (Enter)"
+        onClick={() => editingCell.set(id)}
+      >
+        missing
+      </button>
+    ) : (
+      <span className="missing">missing</span>
+    );
   } else if (!canRead || (meta && !meta.readable && change?.kind !== 'set')) {
     content = (
-      <span
-        className="no-access"
-        title={meta ? `Version ${meta.version}, ${formatDate(meta.updated_at)}` : undefined}
-      >
+      <span className="no-access">
         no access
         {meta ? (
           <span className="muted">
@@ -122,12 +147,22 @@ export const Cell = memo(function Cell(props: CellProps) {
       data-state={state ?? undefined}
       tabIndex={active ? 0 : -1}
       className="cell"
-      onFocus={() => activeCell.set(id)}
+      onFocus={() => {
+        activeCell.set(id);
+        focusedCell.set(id);
+      }}
+      onBlur={() => {
+        if (focusedCell.get() === id) focusedCell.set(null);
+      }}
+      onMouseEnter={() => hoveredCell.set(id)}
+      onMouseLeave={() => {
+        if (hoveredCell.get() === id) hoveredCell.set(null);
+      }}
       onDoubleClick={() => canWrite && !editing && editingCell.set(id)}
     >
       <div className="cell-inner">
         {state ? (
-          <span className={`mark mark-${state}`} title={state}>
+          <span className={`mark mark-${state}`} title={`${state}, not saved yet`}>
             {state === 'added' ? '+' : state === 'changed' ? '~' : '−'}
             <span className="visually-hidden"> {state}</span>
           </span>
@@ -135,6 +170,8 @@ export const Cell = memo(function Cell(props: CellProps) {
         <span className={state === 'deleted' ? 'cell-content struck' : 'cell-content'}>
           {content}
         </span>
+        {state ? <span className="unsaved-tag">unsaved</span> : null}
+        {meta && !editing && (focused || hovered) ? <CellMeta meta={meta} /> : null}
         {!editing ? (
           <span className="cell-actions">
             {canRead && exists && change?.kind !== 'delete' ? (
@@ -211,6 +248,23 @@ export const Cell = memo(function Cell(props: CellProps) {
     </td>
   );
 });
+
+/**
+ * Version, date and author of the cell under the pointer or focus. The member
+ * directory (names for the author's id) is fetched on the first such look, not
+ * with the grid.
+ */
+function CellMeta({ meta }: { meta: SecretMeta }) {
+  const project = useProjectContext();
+  const directory = useMemberDirectory(project.id);
+  const author =
+    meta.updated_by === keyring.userId() ? 'you' : describeUser(directory.data, meta.updated_by);
+  return (
+    <span className="cell-meta" aria-hidden="true">
+      v{meta.version} · {ago(meta.updated_at)} ({formatDate(meta.updated_at)}) · by {author}
+    </span>
+  );
+}
 
 /** The in-place editor: Enter saves to the staging area, Shift+Enter adds a line, Escape cancels. */
 function CellEditor({

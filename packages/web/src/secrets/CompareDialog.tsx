@@ -6,6 +6,8 @@ import { SwapIcon } from '../ui/icons';
 import { stageValue } from './Cell';
 import type { SecretMeta } from './data';
 import { plaintext } from './plaintext';
+import { staged } from './store';
+import './dialogs.css';
 
 /** The decrypted current values of an environment (what the server holds, not what is staged). */
 function valuesOf(
@@ -24,7 +26,8 @@ function valuesOf(
 /**
  * Compare two environments and promote values from one to the other: names
  * missing on either side and values that differ (masked until revealed).
- * Copied values are staged for the target and encrypted for it when saved.
+ * Copied values are staged for the target and encrypted for it when saved;
+ * names only in the target can be staged for deletion there.
  */
 export function CompareDialog({
   environments,
@@ -52,52 +55,88 @@ export function CompareDialog({
     if (!next.delete(name)) next.add(name);
     update(next);
   };
-  const copy = () => {
+  const onlyTo = new Set(comparison.onlyInB);
+  const selectable = [...comparison.onlyInA, ...comparison.differing, ...comparison.onlyInB];
+  const copies = [...selected].filter((name) => !onlyTo.has(name));
+  const deletions = [...selected].filter((name) => onlyTo.has(name));
+  const stage = () => {
     if (!to) return;
-    for (const name of selected) {
+    for (const name of copies) {
       const value = a[name];
       if (value !== undefined) stageValue(to.id, name, secrets.get(to.id)?.get(name), value);
     }
+    for (const name of deletions) {
+      const meta = secrets.get(to.id)?.get(name);
+      if (meta) staged.set(to.id, name, { kind: 'delete', baseVersion: meta.version });
+    }
     onClose();
   };
+  const label =
+    selected.size === 0
+      ? 'Select secrets to copy'
+      : deletions.length === 0
+        ? `Copy ${copies.length} to ${to?.name ?? '…'}`
+        : copies.length === 0
+          ? `Delete ${deletions.length} from ${to?.name ?? '…'}`
+          : `Copy ${copies.length} and delete ${deletions.length} in ${to?.name ?? '…'}`;
 
-  const row = (name: string, kind: 'only-from' | 'only-to' | 'differs') => (
-    <tr key={`${kind}/${name}`}>
-      <td>
-        {kind !== 'only-to' ? (
-          <input
-            type="checkbox"
-            aria-label={`Copy ${name} to ${to?.name}`}
-            checked={selected.has(name)}
-            onChange={() => toggle(selected, setSelected, name)}
-          />
-        ) : null}
-      </td>
-      <td className="mono">{name}</td>
-      <td>
+  const item = (name: string, kind: 'only-from' | 'only-to' | 'differs') => (
+    <li key={`${kind}/${name}`} className="compare-item" data-kind={kind}>
+      <label className="check compare-name">
+        <input
+          type="checkbox"
+          aria-label={
+            kind === 'only-to' ? `Delete ${name} from ${to?.name}` : `Copy ${name} to ${to?.name}`
+          }
+          checked={selected.has(name)}
+          onChange={() => toggle(selected, setSelected, name)}
+        />
+        <span className="mono review-name">{name}</span>
+      </label>
+      <span className="compare-kind">
         {kind === 'only-from'
           ? `only in ${from?.name}`
           : kind === 'only-to'
             ? `only in ${to?.name}`
             : 'differs'}
-      </td>
-      <td className="mono">{name in a ? (shown.has(name) ? a[name] : '••••••••') : '—'}</td>
-      <td className="mono">{name in b ? (shown.has(name) ? b[name] : '••••••••') : '—'}</td>
-      <td>
+      </span>
+      {(
+        [
+          [from, a],
+          [to, b],
+        ] as const
+      ).map(([environment, values], i) => (
+        <span key={i} className={i === 0 ? 'compare-from' : 'compare-to'}>
+          <span className="compare-env small muted">{environment?.name} </span>
+          <code className="mono">
+            {name in values ? (
+              shown.has(name) ? (
+                values[name]
+              ) : (
+                '••••••••'
+              )
+            ) : (
+              <span className="muted">not there</span>
+            )}
+          </code>
+        </span>
+      ))}
+      <span className="compare-reveal">
         <RevealButton
           shown={shown.has(name)}
           what={name}
           onToggle={() => toggle(shown, setShown, name)}
         />
-      </td>
-    </tr>
+      </span>
+    </li>
   );
 
   const differences =
     comparison.onlyInA.length + comparison.onlyInB.length + comparison.differing.length;
+  const allSelected = selectable.length > 0 && selected.size === selectable.length;
   return (
     <Dialog title="Compare environments" onClose={onClose} wide>
-      <div className="stack">
+      <div className="stack compare">
         <div className="compare-pick">
           <label htmlFor={fromLabel}>From</label>
           <select
@@ -155,40 +194,56 @@ export function CompareDialog({
               {to?.name}, {comparison.differing.length} with different values,{' '}
               {comparison.same.length} the same.
             </p>
-            <div className="table-scroll">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">
-                      <span className="visually-hidden">Select</span>
-                    </th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Difference</th>
-                    <th scope="col">{from?.name}</th>
-                    <th scope="col">{to?.name}</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Reveal</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {comparison.onlyInA.map((n) => row(n, 'only-from'))}
-                  {comparison.differing.map((n) => row(n, 'differs'))}
-                  {comparison.onlyInB.map((n) => row(n, 'only-to'))}
-                </tbody>
-              </table>
+            <div className="review-toolbar">
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={allSelected}
+                  ref={(box) => {
+                    if (box) box.indeterminate = selected.size > 0 && !allSelected;
+                  }}
+                  onChange={() => setSelected(allSelected ? new Set() : new Set(selectable))}
+                />
+                Select all
+              </label>
+              {selected.size > 0 ? (
+                <button type="button" className="link" onClick={() => setSelected(new Set())}>
+                  Select none
+                </button>
+              ) : null}
             </div>
+            <div className="compare-head" aria-hidden="true">
+              <span>Name</span>
+              <span>Difference</span>
+              <span>{from?.name}</span>
+              <span>{to?.name}</span>
+            </div>
+            <ul className="review-list compare-list">
+              {comparison.onlyInA.map((n) => item(n, 'only-from'))}
+              {comparison.differing.map((n) => item(n, 'differs'))}
+              {comparison.onlyInB.map((n) => item(n, 'only-to'))}
+            </ul>
           </>
         )}
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-          <button type="button" className="primary" disabled={selected.size === 0} onClick={copy}>
-            Copy {selected.size} to {to?.name ?? '…'}
-          </button>
+        <div className="dialog-footer">
+          <p className="muted small">
+            Copies and deletions are staged in {to?.name ?? 'the target'}: nothing is saved until
+            you review and save.
+          </p>
+          <div className="actions">
+            <button type="button" onClick={onClose}>
+              Close
+            </button>
+            <button
+              type="button"
+              className="primary"
+              disabled={selected.size === 0}
+              onClick={stage}
+            >
+              {label}
+            </button>
+          </div>
         </div>
-        <p className="muted small">Copied values are staged; review and save to write them.</p>
       </div>
     </Dialog>
   );

@@ -18,6 +18,7 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { RevealButton } from '../ui/RevealButton';
 import { decryptEnvelope, encryptFor, withCurrentEpoch } from './crypto';
 import { secretsKey } from './data';
+import { lineDiff } from './diff';
 
 const allVersions = (projectId: string, environmentId: string, name: string) =>
   allPages((page) =>
@@ -28,35 +29,6 @@ const allVersions = (projectId: string, environmentId: string, name: string) =>
       order: 'desc',
     }),
   );
-
-/** Line-level differences of two values, for the diff view (values are short; quadratic is fine). */
-export function lineDiff(
-  before: string,
-  after: string,
-): { kind: 'same' | 'removed' | 'added'; text: string }[] {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
-  for (let i = a.length - 1; i >= 0; i--)
-    for (let j = b.length - 1; j >= 0; j--)
-      lcs[i]![j] =
-        a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
-  const out: { kind: 'same' | 'removed' | 'added'; text: string }[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && a[i] === b[j]) {
-      out.push({ kind: 'same', text: a[i]! });
-      i++;
-      j++;
-    } else if (j < b.length && (i >= a.length || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) {
-      out.push({ kind: 'added', text: b[j++]! });
-    } else {
-      out.push({ kind: 'removed', text: a[i++]! });
-    }
-  }
-  return out;
-}
 
 /** A secret's versions with who and when; reveal, diff any two, roll back. */
 export function HistoryDialog({

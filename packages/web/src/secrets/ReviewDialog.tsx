@@ -6,7 +6,7 @@ import {
   type Project,
 } from '@coffer/sdk';
 import { useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
 import { auth } from '../lib/auth';
@@ -14,8 +14,10 @@ import { Dialog } from '../ui/Dialog';
 import { RevealButton } from '../ui/RevealButton';
 import { encryptFor, withCurrentEpoch } from './crypto';
 import { fetchCurrent, secretsKey, type SecretMeta } from './data';
+import { charDiff, type Piece } from './diff';
 import { plaintext } from './plaintext';
 import { staged, useStagedSummary, type StagedChange } from './store';
+import './dialogs.css';
 
 interface Conflict {
   environment: Environment;
@@ -152,10 +154,48 @@ export function ReviewDialog({
     });
 
   const total = all.length;
+  const canSave = !busy && total > 0 && conflicts.length === 0;
+  const everyKey = [
+    ...groups.flatMap(({ environment, changes }) =>
+      changes.map(([, name]) => `${environment.id}/${name}`),
+    ),
+    ...conflicts.map((c) => `conflict/${c.environment.id}/${c.name}`),
+  ];
+  const allShown = everyKey.length > 0 && everyKey.every((key) => shown.has(key));
+
+  // Ctrl+Enter (⌘+Enter on a Mac) saves, from anywhere in the dialog.
+  const saveRef = useRef<() => void>(() => undefined);
+  saveRef.current = () => {
+    if (canSave) void save();
+  };
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        saveRef.current();
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+
   return (
     <Dialog title="Review changes" onClose={onClose} wide>
-      <div className="stack">
-        {total === 0 && conflicts.length === 0 ? <p>No pending changes.</p> : null}
+      <div className="stack review">
+        {total === 0 && conflicts.length === 0 ? (
+          <p>No pending changes.</p>
+        ) : (
+          <div className="review-toolbar">
+            <p className="muted small">Values stay masked until you reveal them.</p>
+            <button
+              type="button"
+              aria-pressed={allShown}
+              onClick={() => setShown(allShown ? new Set() : new Set(everyKey))}
+            >
+              {allShown ? 'Hide all' : 'Reveal all'}
+            </button>
+          </div>
+        )}
         {groups.map(({ environment, changes }) => {
           const failure = failures.find((f) => f?.environment.id === environment.id);
           return (
@@ -170,52 +210,24 @@ export function ReviewDialog({
                   {changes.length} {changes.length === 1 ? 'change' : 'changes'}
                 </span>
               </h3>
-              <table className="table diff-table">
-                <thead>
-                  <tr>
-                    <th scope="col">Change</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Current</th>
-                    <th scope="col">New</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Reveal</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {changes.map(([, name, change]) => {
-                    const meta = secrets.get(environment.id)?.get(name);
-                    const kind = change.kind === 'delete' ? 'deleted' : meta ? 'changed' : 'added';
-                    const key = `${environment.id}/${name}`;
-                    const visible = shown.has(key);
-                    const before = meta
-                      ? plaintext.get(environment.id, name, meta.version)
-                      : undefined;
-                    return (
-                      <tr key={name} data-state={kind}>
-                        <td>
-                          <span className={`mark mark-${kind}`} aria-hidden="true">
-                            {kind === 'added' ? '+' : kind === 'changed' ? '~' : '−'}
-                          </span>{' '}
-                          {kind}
-                        </td>
-                        <td className="mono">{name}</td>
-                        <td className="mono">{meta ? (visible ? before : '••••••••') : '—'}</td>
-                        <td className="mono">
-                          {change.kind === 'set' ? (visible ? change.value : '••••••••') : '—'}
-                        </td>
-                        <td>
-                          <RevealButton
-                            shown={visible}
-                            what={`${name} in ${environment.name}`}
-                            onToggle={() => toggle(key)}
-                          />
-                        </td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
+              <ul className="review-list">
+                {changes.map(([, name, change]) => {
+                  const meta = secrets.get(environment.id)?.get(name);
+                  const key = `${environment.id}/${name}`;
+                  return (
+                    <ReviewItem
+                      key={name}
+                      name={name}
+                      environment={environment.name}
+                      change={change}
+                      meta={meta}
+                      before={meta ? plaintext.get(environment.id, name, meta.version) : undefined}
+                      shown={shown.has(key)}
+                      onToggle={() => toggle(key)}
+                    />
+                  );
+                })}
+              </ul>
               {failure && !isCofferApiError(failure.error, 'version_conflict') ? (
                 <div className="error-note" role="alert">
                   {environment.name} was not saved: {toProblem(failure.error).message}
@@ -231,59 +243,155 @@ export function ReviewDialog({
               Nothing in these environments was saved. For each secret, keep your value or theirs,
               then save again.
             </p>
-            {conflicts.map((conflict) => (
-              <div
-                key={`${conflict.environment.id}/${conflict.name}`}
-                className="conflict card stack"
-              >
-                <p>
-                  <strong className="mono">{conflict.name}</strong> in {conflict.environment.name}
-                  {conflict.theirVersion === 0
-                    ? ' was deleted by someone else.'
-                    : ` is now at version ${conflict.theirVersion}.`}
-                </p>
-                <div className="conflict-values">
-                  <div>
-                    <div className="small muted">Theirs</div>
-                    <code className="mono">
+            {conflicts.map((conflict) => {
+              const key = `conflict/${conflict.environment.id}/${conflict.name}`;
+              const visible = shown.has(key);
+              return (
+                <div key={key} className="conflict card stack">
+                  <div className="review-item-head">
+                    <p>
+                      <strong className="mono">{conflict.name}</strong> in{' '}
+                      {conflict.environment.name}
                       {conflict.theirVersion === 0
-                        ? '(deleted)'
-                        : (conflict.theirValue ?? '(no access)')}
-                    </code>
+                        ? ' was deleted by someone else.'
+                        : ` is now at version ${conflict.theirVersion}.`}
+                    </p>
+                    <RevealButton
+                      shown={visible}
+                      what={`both values of ${conflict.name} in ${conflict.environment.name}`}
+                      onToggle={() => toggle(key)}
+                    />
                   </div>
-                  <div>
-                    <div className="small muted">Yours</div>
-                    <code className="mono">
-                      {conflict.mine.kind === 'delete' ? '(delete)' : conflict.mine.value}
-                    </code>
+                  <div className="review-values">
+                    <div>
+                      <div className="small muted">Theirs</div>
+                      <code className="mono">
+                        {conflict.theirVersion === 0
+                          ? '(deleted)'
+                          : conflict.theirValue === undefined
+                            ? '(no access)'
+                            : visible
+                              ? conflict.theirValue
+                              : MASK}
+                      </code>
+                    </div>
+                    <div>
+                      <div className="small muted">Yours</div>
+                      <code className="mono">
+                        {conflict.mine.kind === 'delete'
+                          ? '(delete)'
+                          : visible
+                            ? conflict.mine.value
+                            : MASK}
+                      </code>
+                    </div>
+                  </div>
+                  <div className="actions start">
+                    <button type="button" onClick={() => resolve(conflict, 'mine')}>
+                      Keep mine
+                    </button>
+                    <button type="button" onClick={() => resolve(conflict, 'theirs')}>
+                      Keep theirs
+                    </button>
                   </div>
                 </div>
-                <div className="actions start">
-                  <button type="button" onClick={() => resolve(conflict, 'mine')}>
-                    Keep mine
-                  </button>
-                  <button type="button" onClick={() => resolve(conflict, 'theirs')}>
-                    Keep theirs
-                  </button>
-                </div>
-              </div>
-            ))}
+              );
+            })}
           </section>
         ) : null}
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-          <button
-            type="button"
-            className="primary"
-            disabled={busy || total === 0 || conflicts.length > 0}
-            onClick={() => void save()}
-          >
-            {busy ? 'Saving…' : `Save ${total} ${total === 1 ? 'change' : 'changes'}`}
-          </button>
+        <div className="dialog-footer">
+          <div className="actions">
+            {canSave ? (
+              <span className="muted small review-shortcut">
+                <kbd>{SAVE_KEY}</kbd> saves
+              </span>
+            ) : null}
+            <button type="button" onClick={onClose}>
+              Close
+            </button>
+            <button
+              type="button"
+              className="primary"
+              disabled={!canSave}
+              title={`Save (${SAVE_KEY})`}
+              onClick={() => void save()}
+            >
+              {busy ? 'Saving…' : `Save ${total} ${total === 1 ? 'change' : 'changes'}`}
+            </button>
+          </div>
         </div>
       </div>
     </Dialog>
+  );
+}
+
+const MASK = '••••••••';
+const SAVE_KEY = /Mac|iPhone|iPad/.test(navigator.userAgent) ? '⌘+Enter' : 'Ctrl+Enter';
+
+/** One staged change as a card: what happens, the name, current and new value side by side. */
+function ReviewItem({
+  name,
+  environment,
+  change,
+  meta,
+  before,
+  shown,
+  onToggle,
+}: {
+  name: string;
+  environment: string;
+  change: StagedChange;
+  meta: SecretMeta | undefined;
+  before: string | undefined;
+  shown: boolean;
+  onToggle: () => void;
+}) {
+  const kind = change.kind === 'delete' ? 'deleted' : meta ? 'changed' : 'added';
+  const after = change.kind === 'set' ? change.value : undefined;
+  const diff =
+    shown && before !== undefined && after !== undefined ? charDiff(before, after) : null;
+  const value = (text: string | undefined, pieces: Piece[] | undefined, absent: string) =>
+    text === undefined ? (
+      <span className="muted">{absent}</span>
+    ) : !shown ? (
+      MASK
+    ) : pieces ? (
+      pieces.map((piece, i) =>
+        piece.kind === 'removed' ? (
+          <del key={i}>{piece.text}</del>
+        ) : piece.kind === 'added' ? (
+          <ins key={i}>{piece.text}</ins>
+        ) : (
+          <span key={i}>{piece.text}</span>
+        ),
+      )
+    ) : (
+      text
+    );
+  return (
+    <li className="review-item" data-state={kind}>
+      <div className="review-item-head">
+        <span className={`mark mark-${kind}`} aria-hidden="true">
+          {kind === 'added' ? '+' : kind === 'changed' ? '~' : '−'}
+        </span>
+        <span className="review-kind">{kind}</span>
+        <span className="mono review-name">{name}</span>
+        {meta || after !== undefined ? (
+          <RevealButton shown={shown} what={`${name} in ${environment}`} onToggle={onToggle} />
+        ) : null}
+      </div>
+      <div className="review-values">
+        <div>
+          <div className="small muted">Current{meta ? ` (v${meta.version})` : ''}</div>
+          <code className="mono">
+            {value(meta ? (before ?? '') : undefined, diff?.before, 'not in this environment')}
+          </code>
+        </div>
+        <div>
+          <div className="small muted">New</div>
+          <code className="mono">{value(after, diff?.after, 'deleted')}</code>
+        </div>
+      </div>
+    </li>
   );
 }

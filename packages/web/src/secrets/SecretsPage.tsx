@@ -1,4 +1,5 @@
-import { type Environment } from '@coffer/sdk';
+import { isCofferApiError, type Environment } from '@coffer/sdk';
+import { useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import {
   lazy,
@@ -13,14 +14,31 @@ import {
 } from 'react';
 import { Link } from 'react-router';
 import { copyText } from '../lib/clipboard';
-import { useEnvironments, useVaultStatus } from '../lib/queries';
+import { environmentsKey, useEnvironments, useVaultStatus } from '../lib/queries';
 import { useProjectContext } from '../pages/ProjectLayout';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
 import { useSecretsOf, type SecretMeta } from './data';
-import { activeCell, cellId, editingCell, focusCell } from './grid-state';
-import { revealed, staged, useNewStagedNames, useStagedSummary } from './store';
+import { activeCell, cellId, editingCell, focusCell, focusedCell, hoveredCell } from './grid-state';
+import {
+  bindProject,
+  discardAll,
+  environmentName,
+  onReviewRequest,
+  restoreChanges,
+  revealed,
+  settleRestored,
+  staged,
+  stagedEnvironmentNames,
+  useNewStagedNames,
+  useRestoredNote,
+  useStagedNames,
+  useStagedSummary,
+  type StagedChange,
+} from './store';
+import { listNames } from './UnsavedChangesGuard';
+import { ConfirmDialog } from '../ui/Dialog';
 import { EyeIcon } from '../ui/icons';
 import { keyring } from '../lib/keyring';
 import { fingerprint } from '@coffer/sdk';
@@ -28,6 +46,7 @@ import { fingerprint } from '@coffer/sdk';
 type Open =
   | { kind: 'review' }
   | { kind: 'add' }
+  | { kind: 'discard' }
   | { kind: 'compare' }
   | { kind: 'shortcuts' }
   | { kind: 'text'; environment: Environment }
@@ -50,6 +69,9 @@ const HistoryDialog = lazy(() =>
 const ReviewDialog = lazy(() =>
   import('./ReviewDialog').then((m) => ({ default: m.ReviewDialog })),
 );
+const RestoredNote = lazy(() =>
+  import('./SafetyNotices').then((m) => ({ default: m.RestoredNote })),
+);
 const ShortcutsDialog = lazy(() =>
   import('./ShortcutsDialog').then((m) => ({ default: m.ShortcutsDialog })),
 );
@@ -65,6 +87,10 @@ export function SecretsPage() {
   const envs = useMemo(() => environments.data ?? [], [environments.data]);
   const secrets = useSecretsOf(project.id, envs, canRead, vault.isSuccess);
   const [filter, setFilter] = useState('');
+  const [view, setView] = useState<View>({ kind: 'all' });
+  const [undo, setUndo] = useState<[string, string, StagedChange][] | null>(null);
+  const restored = useRestoredNote();
+
   const [open, setOpen] = useState<Open>(null);
   const [announcement, setAnnouncement] = useState('');
   const filterRef = useRef<HTMLInputElement>(null);
@@ -76,7 +102,17 @@ export function SecretsPage() {
     return out;
   }, [envs, secrets]);
   const loading = environments.isPending || vault.isPending || secrets.some((s) => s.isPending);
-  const failed = environments.error ?? vault.error ?? secrets.find((s) => s.error)?.error;
+  // An environment deleted by someone else meanwhile (e.g. while this dashboard was
+  // locked) answers 404: the list of environments is fetched again, not shown as a failure.
+  const gone = secrets.some((s) => isCofferApiError(s.error) && s.error.status === 404);
+  const failed =
+    environments.error ??
+    vault.error ??
+    secrets.find((s) => s.error && !(isCofferApiError(s.error) && s.error.status === 404))?.error;
+  const queryClient = useQueryClient();
+  useEffect(() => {
+    if (gone) void queryClient.invalidateQueries({ queryKey: environmentsKey(project.id) });
+  }, [gone, queryClient, project.id]);
 
   const known = useCallback(
     (name: string) => [...byEnvironment.values()].some((map) => map.has(name)),
@@ -84,12 +120,26 @@ export function SecretsPage() {
   );
   // Names added only in the staging area appear as rows too.
   const newNames = useNewStagedNames(known);
+  // Rows with a staged change, for the "Changed" view (re-renders only while that view is on).
+  const stagedNames = useStagedNames(view.kind === 'changed');
   const names = useMemo(() => {
     const all = new Set<string>(newNames ? newNames.split('\n') : []);
     for (const map of byEnvironment.values()) for (const name of map.keys()) all.add(name);
     const needle = filter.trim().toLowerCase();
-    return [...all].filter((n) => n.toLowerCase().includes(needle)).sort();
-  }, [byEnvironment, filter, newNames]);
+    const changed = new Set(stagedNames.split('\n'));
+    const isMissing = (name: string) =>
+      envs.some(
+        (env) =>
+          (view.kind !== 'missing' || !view.environmentId || view.environmentId === env.id) &&
+          !byEnvironment.get(env.id)?.has(name),
+      );
+    return [...all]
+      .filter((n) => n.toLowerCase().includes(needle))
+      .filter((n) =>
+        view.kind === 'missing' ? isMissing(n) : view.kind === 'changed' ? changed.has(n) : true,
+      )
+      .sort();
+  }, [byEnvironment, filter, newNames, view, stagedNames, envs]);
 
   const missing = useMemo(() => {
     const all = new Set<string>();
@@ -131,6 +181,7 @@ export function SecretsPage() {
     [envs],
   );
   const onCopied = useCallback((message: string) => setAnnouncement(message), []);
+
   const toggleRow = useCallback(
     (name: string) => {
       const show = !envs.every((env) => revealed.get(env.id, name));
@@ -138,6 +189,51 @@ export function SecretsPage() {
     },
     [envs],
   );
+
+  useEffect(() => {
+    if (!environments.data) return;
+    bindProject(project.id, environments.data);
+    if (vault.isSuccess)
+      settleRestored(project.id, new Set(environments.data.map((e) => e.id)), canWrite);
+  }, [project.id, environments.data, vault.isSuccess, canWrite]);
+  useEffect(() => onReviewRequest(() => setOpen({ kind: 'review' })), []);
+  useEffect(() => {
+    if (!announcement) return;
+    const timer = setTimeout(() => setAnnouncement(''), 2500);
+    return () => clearTimeout(timer);
+  }, [announcement]);
+  useEffect(() => {
+    if (!undo) return;
+    const timer = setTimeout(() => setUndo(null), UNDO_MS);
+    return () => clearTimeout(timer);
+  }, [undo]);
+
+  /** Focuses the first staged cell in grid order (the pending bar's "Show"). */
+  const showFirstChange = () => {
+    const all = staged.all();
+    if (all.length === 0) return;
+    if (filter || view.kind !== 'all') {
+      setFilter('');
+      setView({ kind: 'all' });
+    }
+    requestAnimationFrame(() => {
+      const order = [...new Set([...names, ...all.map(([, n]) => n)])].sort();
+      const [environmentId, name] = all
+        .map(([e, n]) => [e, n] as const)
+        .sort(
+          (a, b) =>
+            order.indexOf(a[1]) - order.indexOf(b[1]) ||
+            envs.findIndex((e) => e.id === a[0]) - envs.findIndex((e) => e.id === b[0]),
+        )[0]!;
+      const row = order.indexOf(name) + 1;
+      const column = envs.findIndex((e) => e.id === environmentId) + 1;
+      if (focusCell(gridRef.current, row, column)) return;
+      virtualizer.scrollToIndex(Math.max(0, row - 1));
+      requestAnimationFrame(() =>
+        requestAnimationFrame(() => focusCell(gridRef.current, row, column)),
+      );
+    });
+  };
 
   // Page-wide shortcuts, when no field or dialog has the keyboard.
   useEffect(() => {
@@ -169,6 +265,8 @@ export function SecretsPage() {
       revealed.clear();
       activeCell.set(null);
       editingCell.set(null);
+      hoveredCell.set(null);
+      focusedCell.set(null);
     },
     [],
   );
@@ -222,7 +320,10 @@ export function SecretsPage() {
     } else if (event.key === 'c' && canRead) {
       const value = valueOf(env.id, name, meta, change);
       if (value !== undefined)
-        void copyText(value).then(() => setAnnouncement(`Copied ${name} in ${env.name}`));
+        void copyText(value).then(
+          () => setAnnouncement(`Copied ${name} in ${env.name}`),
+          () => setAnnouncement('The browser refused access to the clipboard'),
+        );
     } else if (event.key === 'h' && meta) {
       setOpen({ kind: 'history', environment: env, name });
     } else if ((event.key === 'Delete' || event.key === 'Backspace') && canWrite && meta) {
@@ -245,6 +346,11 @@ export function SecretsPage() {
   return (
     <section className="secrets stack" aria-label="Secrets">
       {vault.data && project.role !== 'viewer' && !holdsKey ? <AwaitingGrant /> : null}
+      {restored && restored.projectId === project.id ? (
+        <Suspense fallback={null}>
+          <RestoredNote note={restored} onReview={() => setOpen({ kind: 'review' })} />
+        </Suspense>
+      ) : null}
       {project.role === 'viewer' ? (
         <p className="notice">You are a viewer: you see names, versions and dates, never values.</p>
       ) : null}
@@ -263,8 +369,36 @@ export function SecretsPage() {
             }}
           />
         </label>
+        <div className="view-filter" role="group" aria-label="Show">
+          {(
+            [
+              ['all', 'All'],
+              ['missing', 'Missing'],
+              ['changed', 'Changed'],
+            ] as const
+          ).map(([kind, label]) => (
+            <button
+              key={kind}
+              type="button"
+              aria-pressed={view.kind === kind}
+              onClick={() => setView({ kind })}
+            >
+              {label}
+            </button>
+          ))}
+        </div>
         <span className="muted small" aria-live="polite">
-          {loading ? 'Loading…' : `${names.length} ${names.length === 1 ? 'name' : 'names'}`}
+          {loading
+            ? 'Loading…'
+            : `${names.length} ${names.length === 1 ? 'name' : 'names'}${
+                view.kind === 'missing'
+                  ? view.environmentId
+                    ? ` missing in ${environmentName(view.environmentId)}`
+                    : ' missing somewhere'
+                  : view.kind === 'changed'
+                    ? ' with unsaved changes'
+                    : ''
+              }`}
         </span>
         <div className="toolbar-actions">
           {canWrite ? (
@@ -309,7 +443,21 @@ export function SecretsPage() {
                   <div className="env-head">
                     <span className="env-name">{env.name}</span>
                     {(missing.get(env.id) ?? 0) > 0 ? (
-                      <span className="missing-count">{missing.get(env.id)} missing</span>
+                      <button
+                        type="button"
+                        className="missing-count"
+                        aria-pressed={view.kind === 'missing' && view.environmentId === env.id}
+                        title={`Show only the names missing in ${env.name}`}
+                        onClick={() =>
+                          setView(
+                            view.kind === 'missing' && view.environmentId === env.id
+                              ? { kind: 'all' }
+                              : { kind: 'missing', environmentId: env.id },
+                          )
+                        }
+                      >
+                        {missing.get(env.id)} missing
+                      </button>
                     ) : null}
                     <span className="env-actions">
                       {canRead ? (
@@ -375,6 +523,17 @@ export function SecretsPage() {
           <div className="empty">
             {filter ? (
               <p>No secret name contains “{filter}”.</p>
+            ) : view.kind !== 'all' ? (
+              <p>
+                {view.kind === 'changed'
+                  ? 'No unsaved changes.'
+                  : view.environmentId
+                    ? `Nothing is missing in ${environmentName(view.environmentId)}.`
+                    : 'Every name exists in every environment.'}{' '}
+                <button type="button" className="link" onClick={() => setView({ kind: 'all' })}>
+                  Show all
+                </button>
+              </p>
             ) : canWrite ? (
               <>
                 <h2>No secrets yet</h2>
@@ -404,9 +563,31 @@ export function SecretsPage() {
         ) : null}
       </div>
 
-      <PendingBar onReview={() => setOpen({ kind: 'review' })} />
-      <div className="visually-hidden" role="status" aria-live="polite">
-        {announcement}
+      <PendingBar
+        onReview={() => setOpen({ kind: 'review' })}
+        onDiscard={() => setOpen({ kind: 'discard' })}
+        onShow={showFirstChange}
+      />
+      <div className="toasts" role="status" aria-live="polite">
+        {announcement ? (
+          <div className="toast" key={announcement}>
+            {announcement}
+          </div>
+        ) : null}
+        {undo ? (
+          <div className="toast">
+            {undo.length} {undo.length === 1 ? 'change' : 'changes'} discarded.
+            <button
+              type="button"
+              onClick={() => {
+                restoreChanges(undo);
+                setUndo(null);
+              }}
+            >
+              Undo
+            </button>
+          </div>
+        ) : null}
       </div>
 
       <Suspense fallback={null}>
@@ -448,10 +629,30 @@ export function SecretsPage() {
           />
         ) : null}
         {open?.kind === 'shortcuts' ? <ShortcutsDialog onClose={() => setOpen(null)} /> : null}
+        {open?.kind === 'discard' ? (
+          <ConfirmDialog
+            title="Discard all unsaved changes?"
+            confirmLabel="Discard all"
+            onClose={() => setOpen(null)}
+            onConfirm={() => {
+              setUndo(discardAll());
+              setOpen(null);
+            }}
+          >
+            <p>
+              {staged.all().length} unsaved {staged.all().length === 1 ? 'change' : 'changes'} in{' '}
+              {listNames(stagedEnvironmentNames())} will be dropped. You can undo this for a few
+              seconds.
+            </p>
+          </ConfirmDialog>
+        ) : null}
       </Suspense>
     </section>
   );
 }
+
+type View = { kind: 'all' } | { kind: 'missing'; environmentId?: string } | { kind: 'changed' };
+const UNDO_MS = 8000;
 
 /** Above this many names the grid renders only the rows in view. */
 const VIRTUALIZE_ABOVE = 150;
@@ -488,7 +689,7 @@ const Row = memo(function Row(props: {
         tabIndex={-1}
         onFocus={() => activeCell.set(cellId(index + 1, 0))}
       >
-        <span className="name">{name}</span>
+        <span className="name">{breakable(name)}</span>
         {canRead ? (
           <button
             type="button"
@@ -536,17 +737,29 @@ function SkeletonGrid({ columns }: { columns: number }) {
   );
 }
 
-/** "3 changes in 2 environments — Review". */
-function PendingBar({ onReview }: { onReview: () => void }) {
-  const { changes, environments } = useStagedSummary();
+/** "1 change in production — Show · Discard all · Review". */
+function PendingBar({
+  onReview,
+  onDiscard,
+  onShow,
+}: {
+  onReview: () => void;
+  onDiscard: () => void;
+  onShow: () => void;
+}) {
+  const { changes } = useStagedSummary();
   if (changes === 0) return null;
   return (
     <div className="pending-bar" role="region" aria-label="Pending changes">
       <span>
-        {changes} {changes === 1 ? 'change' : 'changes'} in {environments}{' '}
-        {environments === 1 ? 'environment' : 'environments'}
+        {changes} unsaved {changes === 1 ? 'change' : 'changes'} in{' '}
+        {listNames(stagedEnvironmentNames())}
+        {' — '}
+        <button type="button" className="link" onClick={onShow}>
+          show
+        </button>
       </span>
-      <button type="button" onClick={() => staged.clear()}>
+      <button type="button" onClick={onDiscard}>
         Discard all
       </button>
       <button type="button" className="primary" onClick={onReview} title="Review (Shift+R)">
@@ -554,6 +767,13 @@ function PendingBar({ onReview }: { onReview: () => void }) {
       </button>
     </div>
   );
+}
+
+/** A long name breaks only after its underscores (STRIPE_SECRET_<wbr>KEY), never mid-word. */
+function breakable(name: string) {
+  if (!name.includes('_')) return name;
+  const parts = name.split(/(?<=_)/);
+  return parts.flatMap((part, i) => (i < parts.length - 1 ? [part, <wbr key={i} />] : [part]));
 }
 
 function AwaitingGrant() {

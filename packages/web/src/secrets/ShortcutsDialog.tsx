@@ -8,7 +8,7 @@ const SHORTCUTS: [string, string][] = [
   ['Space', 'Reveal or hide the value (on a name: the whole row)'],
   ['C', 'Copy the value without revealing it'],
   ['H', 'History of the secret'],
-  ['Delete', 'Stage deleting the secret'],
+  ['Delete or Backspace', 'Stage deleting the secret'],
   ['U', 'Undo the staged change of the cell'],
   ['/', 'Filter by name'],
   ['Shift+R', 'Review pending changes'],

@@ -1,8 +1,8 @@
 import { useSyncExternalStore } from 'react';
 
 /**
- * Which cell has the keyboard focus (roving tabindex) and which one is being
- * edited. Each cell subscribes to whether it is the one, so moving around the
+ * Which cell has the keyboard focus (roving tabindex), which one is being
+ * edited and which one is under the pointer. Each cell subscribes to whether it is the one, so moving around the
  * grid re-renders two cells, never the grid.
  */
 class Pointer {
@@ -22,11 +22,22 @@ class Pointer {
 
 export const activeCell = new Pointer();
 export const editingCell = new Pointer();
+/** The cell under the pointer, and the focused one: only they render their version, date and author. */
+export const hoveredCell = new Pointer();
+export const focusedCell = new Pointer();
 
 export const cellId = (row: number, column: number) => `${row}:${column}`;
 
 export function useIsActive(id: string): boolean {
   return useSyncExternalStore(activeCell.subscribe, () => activeCell.get() === id);
+}
+
+export function useIsHovered(id: string): boolean {
+  return useSyncExternalStore(hoveredCell.subscribe, () => hoveredCell.get() === id);
+}
+
+export function useIsFocused(id: string): boolean {
+  return useSyncExternalStore(focusedCell.subscribe, () => focusedCell.get() === id);
 }
 
 export function useIsEditing(id: string): boolean {

@@ -21,12 +21,9 @@ import { ROOT, a11yChecked, a11yFindings, checkA11y, screenshots, type Coffer } 
 import { expect, type Page } from './expect.js';
 import { newAccount, type Account } from './flows.js';
 
-/** The admin screens whose screenshots the README shows (written with COFFER_UPDATE_SCREENSHOTS=1). */
-const DOCS_SHOTS = new Set(['members', 'grant-dialog', 'token-credential', 'audit', 'account']);
-
-/** The page at 1280×800 and 375×740 into `.coffer-test/screenshots/` (and the documented ones into docs/). */
+/** The page at 1280×800 and 375×740, light and dark (see `screenshots`). */
 export const adminScreenshots = (page: Page, name: string): Promise<void> =>
-  screenshots(page, name, DOCS_SHOTS);
+  screenshots(page, name);
 
 /** axe-core (collected for the file's accessibility test) and both screenshots. */
 export async function adminPage(page: Page, name: string): Promise<void> {

@@ -382,32 +382,67 @@ export interface A11yFinding {
 export const a11yFindings: A11yFinding[] = [];
 export const a11yChecked: string[] = [];
 
+type Scheme = 'light' | 'dark';
+const SCHEMES: Scheme[] = ['light', 'dark'];
+
+const nextFrame = (page: Page) =>
+  page.evaluate(
+    () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))),
+  );
+
 /**
- * axe-core's WCAG 2.1 A/AA rules on the page as it is. Serious or critical
- * findings are collected (with their targets) for the file's accessibility test.
+ * Runs `body` with the page's prefers-color-scheme emulated as each scheme in
+ * turn (the dashboard follows it unless a theme was chosen in the app), then
+ * puts back the scheme the page had.
+ */
+async function inEachScheme(page: Page, body: (scheme: Scheme) => Promise<void>): Promise<void> {
+  const original: Scheme = (await page.evaluate(
+    () => matchMedia('(prefers-color-scheme: dark)').matches,
+  ))
+    ? 'dark'
+    : 'light';
+  try {
+    for (const scheme of SCHEMES) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await nextFrame(page);
+      await body(scheme);
+    }
+  } finally {
+    await page.emulateMedia({ colorScheme: original });
+  }
+}
+
+/**
+ * axe-core's WCAG 2.1 A/AA rules on the page as it is, in the light and the
+ * dark scheme. Serious or critical findings are collected (with their targets,
+ * the page named `<name> (dark)` for the dark scheme) for the file's
+ * accessibility test.
  */
 export async function checkA11y(page: Page, name: string): Promise<void> {
   const injected = await page.evaluate(() => 'axe' in window);
   if (!injected) await page.evaluate(axeSource);
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (...args: unknown[]) => Promise<unknown> } })
-      .axe;
-    return axe.run(document, {
-      runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'],
-      resultTypes: ['violations'],
+  await inEachScheme(page, async (scheme) => {
+    const result = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run: (...args: unknown[]) => Promise<unknown> } })
+        .axe;
+      return axe.run(document, {
+        runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'],
+        resultTypes: ['violations'],
+      });
     });
+    const page_ = scheme === 'light' ? name : `${name} (dark)`;
+    a11yChecked.push(page_);
+    for (const v of (result as AxeResult).violations) {
+      if (v.impact !== 'serious' && v.impact !== 'critical') continue;
+      a11yFindings.push({
+        page: page_,
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        targets: v.nodes.map((n) => JSON.stringify(n.target)),
+      });
+    }
   });
-  a11yChecked.push(name);
-  for (const v of (result as AxeResult).violations) {
-    if (v.impact !== 'serious' && v.impact !== 'critical') continue;
-    a11yFindings.push({
-      page: name,
-      id: v.id,
-      impact: v.impact,
-      help: v.help,
-      targets: v.nodes.map((n) => JSON.stringify(n.target)),
-    });
-  }
 }
 
 /**
@@ -438,35 +473,73 @@ export function assertAccessible(t: TestContext): void {
   throw new Error(`accessibility violations (serious/critical):\n    ${report}`);
 }
 
-const DOCS_SHOTS = new Set(['sign-in', 'secrets-grid', 'review-dialog', 'compare-dialog']);
+/**
+ * WCAG 1.4.10 (reflow): at 375 px nothing may push the page sideways (a grid or
+ * a table may scroll inside its own box). Offenders are collected like axe's
+ * findings, named by the innermost elements that stick out.
+ */
+async function checkReflow(page: Page, name: string): Promise<void> {
+  await nextFrame(page);
+  const wide = await page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth <= width) return [];
+    const out = (el: Element) => el.getBoundingClientRect().right > width + 1;
+    return Array.from(document.querySelectorAll('body *'))
+      .filter((el) => out(el) && !Array.from(el.children).some(out))
+      .slice(0, 6)
+      .map(
+        (el) =>
+          `${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).split(' ').join('.')}` : ''}`,
+      );
+  });
+  if (wide.length === 0) return;
+  a11yChecked.push(`${name} (375 px)`);
+  a11yFindings.push({
+    page: `${name} (375 px)`,
+    id: 'reflow',
+    impact: 'serious',
+    help: 'Content wider than 375 px scrolls the whole page sideways (WCAG 1.4.10)',
+    targets: wide,
+  });
+}
 
 /**
- * The page at 1280×800 and at 375×740 into `.coffer-test/screenshots/`; with
- * COFFER_UPDATE_SCREENSHOTS=1 the documented ones (`documented`, by default
- * the main pages') also into `docs/screenshots/`.
+ * The page at 1280×800 and at 375×740, each in the light and the dark scheme,
+ * into `.coffer-test/screenshots/` as `<name>.png`, `<name>-375.png`,
+ * `<name>-dark.png` and `<name>-375-dark.png`. With COFFER_UPDATE_SCREENSHOTS=1
+ * they go into `docs/screenshots/` too: every screen (`failed-…` ones never),
+ * or only the names in `documented` when given.
  */
 export async function screenshots(
   page: Page,
   name: string,
-  documented: ReadonlySet<string> = DOCS_SHOTS,
+  documented?: ReadonlySet<string>,
 ): Promise<void> {
   const original = page.viewportSize() ?? DESKTOP;
   const targets = [ARTEFACTS];
-  if (process.env.COFFER_UPDATE_SCREENSHOTS === '1' && documented.has(name))
+  if (
+    process.env.COFFER_UPDATE_SCREENSHOTS === '1' &&
+    !name.startsWith('failed-') &&
+    (documented?.has(name) ?? true)
+  )
     targets.push(DOCS_SCREENSHOTS);
   for (const dir of targets) mkdirSync(dir, { recursive: true });
-  for (const [suffix, size] of [
-    ['', DESKTOP],
-    ['-375', PHONE],
-  ] as const) {
-    await page.setViewportSize(size);
-    await page.evaluate(
-      () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))),
-    );
-    const shot = await page.screenshot({ animations: 'disabled', caret: 'hide' });
-    for (const dir of targets) writeFileSync(join(dir, `${name}${suffix}.png`), shot);
+  try {
+    for (const [suffix, size] of [
+      ['', DESKTOP],
+      ['-375', PHONE],
+    ] as const) {
+      await page.setViewportSize(size);
+      if (size === PHONE && !name.startsWith('failed-')) await checkReflow(page, name);
+      await inEachScheme(page, async (scheme) => {
+        const shot = await page.screenshot({ animations: 'disabled', caret: 'hide' });
+        const file = `${name}${suffix}${scheme === 'dark' ? '-dark' : ''}.png`;
+        for (const dir of targets) writeFileSync(join(dir, file), shot);
+      });
+    }
+  } finally {
+    await page.setViewportSize(original);
   }
-  await page.setViewportSize(original);
 }
 
 /** Accessibility and screenshots of one of the main pages. */

@@ -98,11 +98,15 @@ export const cell = (page: Page, name: string, environment: string, columns = EN
     .getByRole('gridcell')
     .nth(columns.indexOf(environment));
 
-/** Stages a new name in the chosen environments through "Add secret". */
+/**
+ * Stages a new name through "Add secret": one value in every environment
+ * ("Same value in all"), the same value in the chosen ones, or a value per
+ * environment (`{ staging: "…", production: "…" }`); the others stay empty.
+ */
 export async function addSecret(
   page: Page,
   name: string,
-  value: string,
+  value: string | Record<string, string>,
   environments?: string[],
 ): Promise<void> {
   await page
@@ -111,20 +115,19 @@ export async function addSecret(
     .click();
   const dialog = page.getByRole('dialog', { name: 'Add a secret' });
   await dialog.getByLabel('Name', { exact: true }).fill(name);
-  await dialog.getByLabel('Value', { exact: true }).fill(value);
-  if (environments) {
-    for (const box of await dialog
-      .getByRole('group', { name: 'Environments' })
-      .getByRole('checkbox')
-      .all()) {
-      const label = (
-        (await box.evaluate((el) => el.parentElement?.textContent ?? '')) || ''
-      ).trim();
-      const wanted = environments.some((e) => label.startsWith(e));
-      if ((await box.isChecked()) !== wanted) await box.setChecked(wanted);
-    }
+  if (typeof value === 'string' && !environments) {
+    await dialog.getByLabel('Same value in all environments').check();
+    await dialog.getByLabel('Value', { exact: true }).fill(value);
+  } else {
+    const values =
+      typeof value === 'string'
+        ? Object.fromEntries((environments ?? []).map((e) => [e, value]))
+        : value;
+    const fields = dialog.getByRole('group', { name: 'Value per environment' });
+    for (const [environment, text] of Object.entries(values))
+      await fields.getByLabel(environment, { exact: true }).fill(text);
   }
-  await dialog.getByRole('button', { name: 'Stage' }).click();
+  await dialog.getByRole('button', { name: 'Add to changes' }).click();
   await expect(dialog).toBeHidden();
 }
 
@@ -156,6 +159,17 @@ export async function reviewAndSave(page: Page, changes: number): Promise<void> 
     .click();
   await expect(dialog).toBeHidden({ timeout: 20_000 });
   await expect(page.getByRole('region', { name: 'Pending changes' })).toBeHidden();
+}
+
+/** "Discard all" from the pending bar, confirmed; the bar goes. */
+export async function discardAll(page: Page): Promise<void> {
+  const bar = page.getByRole('region', { name: 'Pending changes' });
+  await bar.getByRole('button', { name: 'Discard all' }).click();
+  await page
+    .getByRole('dialog', { name: 'Discard all unsaved changes?' })
+    .getByRole('button', { name: 'Discard all' })
+    .click();
+  await expect(bar).toBeHidden();
 }
 
 /** Reveals one cell and returns the text it shows. */

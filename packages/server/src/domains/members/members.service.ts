@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely, Updateable } from 'kysely';
 import type { Infra } from '../../infra.js';
 import type { Database, MemberTable } from '../../db/schema.js';
-import { AppError } from '../../errors.js';
+import { AppError, staleEpoch } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
@@ -21,7 +21,6 @@ import {
 } from '../../access/project-access.js';
 import type { ProjectsService } from '../projects/projects.service.js';
 import type { TokensService } from '../tokens/tokens.service.js';
-import { staleEpoch } from '../vault/grants.js';
 import type { VaultService } from '../vault/vault.service.js';
 import type { OverridesService } from '../overrides/overrides.service.js';
 import {
@@ -137,7 +136,9 @@ export function membersService(ctx: Deps) {
           else if (existing.status !== 'revoked') {
             throw new AppError(
               'already_member',
-              `${email} is already a member of this project (${existing.status})`,
+              existing.status === 'pending'
+                ? `${email} is already invited (pending)`
+                : `${email} is already a member of this project (${existing.status})`,
               [{ field: 'email', issue: 'already_member' }],
             );
           }

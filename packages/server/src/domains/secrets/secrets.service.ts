@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
 import { environmentWriter } from '../../db/environment-write.js';
 import type { Database } from '../../db/schema.js';
-import { AppError, notFound, validation } from '../../errors.js';
+import { AppError, notFound, staleEpoch, validation } from '../../errors.js';
 import type { ListParams, Page } from '../../http/pagination.js';
 import { isId, newId } from '../../ids.js';
 import { auditRows, type Actor, type AuditBuffer, type AuditEntry } from '../audit/audit.js';
@@ -48,16 +48,6 @@ const toVersion = (row: repo.SecretVersionRow, withValue: boolean): SecretVersio
   created_at: row.created_at,
   created_by: row.created_by,
 });
-
-function staleEpoch(field: string, currentEpoch: number): AppError {
-  const message =
-    currentEpoch === 0
-      ? 'The vault of this project is not initialised yet: an admin must grant the project key first'
-      : `The value is encrypted under an old key epoch; the vault is at epoch ${currentEpoch}: fetch your grant again and re-encrypt`;
-  return new AppError('version_conflict', message, [
-    { field, issue: 'stale_epoch', current_epoch: currentEpoch },
-  ]);
-}
 
 function checkExpectedVersion(field: string, expected: number | undefined, current: number): void {
   if (expected === undefined || expected === current) return;

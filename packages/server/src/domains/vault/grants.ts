@@ -1,5 +1,5 @@
 import { verifyGrantSignature, type Grant } from '@coffer/sdk';
-import { AppError, type ErrorDetail } from '../../errors.js';
+import { AppError, staleEpoch, type ErrorDetail } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { GrantRow, RecipientType } from './vault.repo.js';
 
@@ -21,13 +21,6 @@ function signatureHolds(
     return false;
   }
 }
-
-export const staleEpoch = (field: string, currentEpoch: number) =>
-  new AppError(
-    'version_conflict',
-    `The vault is at epoch ${currentEpoch}; fetch the current grant and retry`,
-    [{ field, issue: 'stale_epoch', current_epoch: currentEpoch }],
-  );
 
 export const invalidSignatures = (details: ErrorDetail[]) =>
   new AppError(

@@ -2,7 +2,7 @@ import { envelopeEpoch, fingerprint } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
 import type { Infra } from '../../infra.js';
 import type { Database } from '../../db/schema.js';
-import { AppError, validation, type ErrorDetail } from '../../errors.js';
+import { AppError, staleEpoch, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import {
@@ -11,7 +11,7 @@ import {
   requireRole,
   type ProjectAccess,
 } from '../../access/project-access.js';
-import { grantRow, grantView, invalidSignatures, signatureFailures, staleEpoch } from './grants.js';
+import { grantRow, grantView, invalidSignatures, signatureFailures } from './grants.js';
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';
 

@@ -1,0 +1,116 @@
+import { useEffect, useState } from 'react';
+import { useNavigate } from 'react-router';
+import { Dialog } from '../ui/Dialog';
+import { requestReview, stagedEnvironmentNames, stagedProjectId, type Restored } from './store';
+import { dismissRestoredNote } from './store';
+import { listNames, unsavedChanges } from './UnsavedChangesGuard';
+import './dialogs.css';
+
+/** Leaving the project, or signing out, while changes are staged. */
+export function LeaveDialog({
+  changes,
+  signingOut,
+  onStay,
+  onLeave,
+  onCancel,
+}: {
+  changes: number;
+  signingOut: boolean;
+  onStay: () => void;
+  onLeave: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <Dialog
+      title={signingOut ? 'Sign out with unsaved changes?' : 'Leave with unsaved changes?'}
+      onClose={onCancel}
+    >
+      <div className="stack">
+        <p>
+          {unsavedChanges(changes)} in {listNames(stagedEnvironmentNames())}{' '}
+          {changes === 1 ? 'is' : 'are'} not saved yet. They are discarded if you{' '}
+          {signingOut ? 'sign out' : 'leave this project'}.
+        </p>
+        <div className="actions">
+          <button type="button" className="danger" onClick={onLeave}>
+            {signingOut ? 'Discard and sign out' : 'Discard and leave'}
+          </button>
+          <button type="button" className="primary" onClick={onStay}>
+            Review changes
+          </button>
+        </div>
+      </div>
+    </Dialog>
+  );
+}
+
+/** The auto-lock's last minute while changes are staged; any activity cancels it. */
+export function LockCountdown({ changes, lockingAt }: { changes: number; lockingAt: number }) {
+  const navigate = useNavigate();
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    setNow(Date.now());
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(tick);
+  }, [lockingAt]);
+  const seconds = Math.max(0, Math.ceil((lockingAt - now) / 1000));
+  return (
+    <div className="lock-countdown" role="alert">
+      <p>
+        <strong>The dashboard locks in {seconds} s</strong> without activity. Your{' '}
+        {unsavedChanges(changes)} will be kept sealed until you unlock.
+      </p>
+      <div className="actions">
+        {/* Any click is activity: the lock is pushed back. */}
+        <button type="button">Keep working</button>
+        <button
+          type="button"
+          className="primary"
+          onClick={() => {
+            const project = stagedProjectId();
+            requestReview();
+            if (project) void navigate(`/projects/${project}`);
+          }}
+        >
+          Review now
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** After an unlock: what came back, and (names and environments only) what could not. */
+export function RestoredNote({ note, onReview }: { note: Restored; onReview: () => void }) {
+  return (
+    <div className="notice restored-note" role="status">
+      <p>
+        <strong>
+          {note.restored} staged {note.restored === 1 ? 'change' : 'changes'} restored
+        </strong>{' '}
+        after the lock; {note.restored === 1 ? 'it is' : 'they are'} still not saved.
+      </p>
+      {note.dropped.length > 0 ? (
+        <>
+          <p>Not restored ({note.dropped.length}):</p>
+          <ul>
+            {note.dropped.map((d) => (
+              <li key={`${d.environment}/${d.name}`}>
+                <span className="mono">{d.name}</span> in {d.environment}: {d.reason}
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
+      <div className="actions start">
+        {note.restored > 0 ? (
+          <button type="button" className="primary" onClick={onReview}>
+            Review
+          </button>
+        ) : null}
+        <button type="button" onClick={dismissRestoredNote}>
+          Dismiss
+        </button>
+      </div>
+    </div>
+  );
+}
