@@ -12,7 +12,7 @@ import {
   parseJsonSecrets,
 } from '../dotenv.js';
 import { environmentIdOf } from './environments.js';
-import { isStaleEpoch } from './errors.js';
+import { CofferApiError, isStaleEpoch } from './errors.js';
 import { allPages, apiPath, type CofferClient, type Page } from './http.js';
 import { readOverrides, type OverrideKey } from './overrides.js';
 import { VaultError } from '../vault/errors.js';
