@@ -202,7 +202,9 @@ export const Cell = memo(function Cell(props: CellProps) {
           {preview?.reason && !editing ? (
             <span className="reference-error" title={preview.reason}>
               <span aria-hidden="true">⚠ </span>
-              {preview.reason}
+              {preview.reason.startsWith(`${name}: `)
+                ? preview.reason.slice(name.length + 2)
+                : preview.reason}
             </span>
           ) : null}
         </span>
