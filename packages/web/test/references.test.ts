@@ -131,6 +131,23 @@ test('a reference typed in a cell previews what it resolves to, before saving', 
   });
 });
 
+test('typing ${ in a cell offers the names of the environments the user can read', async (t: TestContext) => {
+  await onSharedPage(t, ownerView, 'references-completion', async ({ page }) => {
+    await cell(page, 'URL', 'staging').dblclick({ position: { x: 12, y: 12 } });
+    const editor = page.getByLabel('Value of URL in staging', { exact: true });
+    await editor.pressSequentially('x-${');
+    const offered = page.getByRole('list', { name: /References you can insert/ });
+    await expect(offered.getByRole('button', { name: '${DB_USER}' })).toBeVisible();
+    await expect(offered.getByRole('button', { name: '${production.' })).toBeVisible();
+    await editor.pressSequentially('production.DB');
+    await expect(offered.getByRole('button', { name: '${production.DB_HOST}' })).toBeVisible();
+    await editor.press('Tab');
+    await expect(editor).toHaveValue('x-${production.DB_HOST}');
+    await editor.press('Escape');
+    await expect(editor).toBeHidden();
+  });
+});
+
 test('a broken reference is marked in its cell with the reason, even masked', async (t: TestContext) => {
   await onSharedPage(t, ownerView, 'references-broken', async ({ page }) => {
     const target = cell(page, 'BROKEN', 'production');
