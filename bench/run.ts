@@ -23,6 +23,7 @@ import { createFixture, type Fixture } from './scenarios/fixture.js';
 import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
 import { CLIENT_SCENARIOS } from './scenarios/client.js';
 import { DASHBOARD_IDS, dashboardMissing, measureDashboard } from './scenarios/dashboard.js';
+import { FEED_IDS, measureFeed, STREAM_COUNT } from './scenarios/feed.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const options = parseOptions(process.argv.slice(2), process.env);
@@ -239,6 +240,11 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       backend,
       tls,
       logLevel: options.logLevel,
+      // The feed's scenario holds STREAM_COUNT streams on one API key.
+      extraEnv: {
+        EVENTS_MAX_STREAMS_PER_CREDENTIAL: String(STREAM_COUNT),
+        EVENTS_MAX_STREAMS: String(STREAM_COUNT * 2),
+      },
       ...(profileDir ? { profileDir } : {}),
     });
     await new Promise((r) => setTimeout(r, 1000));
@@ -264,6 +270,20 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
     if (name === 'postgres' && selected('write-secret')) await measurePostgresAlone(backend);
+    if (FEED_IDS.some(selected)) {
+      const list = HTTP_SCENARIOS.find((s) => s.id === 'list-secrets')!;
+      await measureFeed({
+        load,
+        server,
+        fixture,
+        baseUrl: server.url,
+        caFile: tls.certFile,
+        timing,
+        listPlan: list.plan(fixture, server.url),
+        say,
+        push: (row) => push(judge({ ...row, backend: name }, null)),
+      });
+    }
 
     for (const scenario of CLIENT_SCENARIOS) {
       if (!selected(scenario.id)) continue;
@@ -380,6 +400,7 @@ async function runDashboard(): Promise<void> {
 /** Rows of a backend's run (the dashboard's come from a run of their own). */
 const BACKEND_IDS = [
   ...HTTP_SCENARIOS.map((s) => s.id),
+  ...FEED_IDS,
   ...CLIENT_SCENARIOS.map((s) => s.id),
   'rss-fresh',
   'rss-idle',

@@ -33,8 +33,10 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
 read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
 http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list, sdk-resolve-10k,
-coffer-run, coffer-run-references, rekey-1k, rekey-10k, rss; scan (coffer scan: scan-files-10,
-scan-files, scan-files-10k, scan-flat, scan-history, scan-hook); dashboard (all of the dashboard's rows:
+coffer-run, coffer-run-references, rekey-1k, rekey-10k, rss; feed (the change feed's rows: feed-fanout,
+feed-idle-memory, feed-listing: 1,000 event streams on the instance); scan (coffer
+scan: scan-files-10, scan-files, scan-files-10k, scan-flat, scan-history, scan-hook);
+dashboard (all of the dashboard's rows:
 dashboard-first-load, dashboard-unlock, dashboard-argon2id, dashboard-unlock-rest,
 dashboard-grid-500x5, dashboard-grid-500x5-render, dashboard-reveal, dashboard-edit;
 headless Chromium at /usr/bin/chromium, skipped when it is missing).

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { CliError } from './cli/errors.js';
 
 /**
@@ -39,6 +40,13 @@ export async function transportFetch(caFile: string | null): Promise<typeof fetc
           ...(init.signal ? { signal: init.signal } : {}),
         },
         (response) => {
+          if (String(response.headers['content-type']).startsWith('text/event-stream')) {
+            // A stream (the change feed) is handed over as it arrives; the SDK's
+            // watch detects a silent connection itself.
+            request.setTimeout(0);
+            resolve(streaming(response));
+            return;
+          }
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
           response.once('error', reject);
@@ -81,6 +89,15 @@ function readCa(caFile: string): string {
     throw new CliError('ca_file_invalid', `${caFile} is not a PEM certificate`);
   }
   return ca;
+}
+
+/** A streaming answer: `body` is the response as a web stream, read by the SDK's `watch`. */
+function streaming(response: IncomingMessage): Response {
+  const status = response.statusCode ?? 0;
+  const base = answer(status, response.statusMessage ?? '', response.headers, Buffer.alloc(0));
+  return Object.assign(base, {
+    body: Readable.toWeb(response) as ReadableStream<Uint8Array>,
+  }) as Response;
 }
 
 /** The part of the Fetch API's `Response` the SDK client reads. */

@@ -28,6 +28,7 @@ import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
 import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
 import { Metrics, registerMetrics } from './metrics.js';
+import { notifyAfterWrites } from './domains/events/after-write.js';
 
 export interface AppDeps extends Omit<Infrastructure, 'clock'> {
   clock?: Infrastructure['clock'];
@@ -121,6 +122,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.decorate('credentials', parts.credentials);
   app.addHook('onReady', async () => parts.start());
   app.addHook('onClose', () => parts.close());
+  notifyAfterWrites(app, parts.events.notifier);
   const { port: metricsPort, token: metricsToken } = config.metrics;
   const metrics = metricsPort !== null || metricsToken !== null ? new Metrics() : undefined;
   app.decorate('metrics', metrics ?? null);

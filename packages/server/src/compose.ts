@@ -8,6 +8,9 @@ import type { Infra } from './infra.js';
 import { AuditBuffer } from './domains/audit/audit.js';
 import { auditService } from './domains/audit/audit.service.js';
 import { environmentsService } from './domains/environments/environments.service.js';
+import { eventsService } from './domains/events/events.service.js';
+import { FeedHub } from './domains/events/hub.js';
+import { ChangeNotifier } from './domains/events/notifier.js';
 import {
   CredentialCache,
   credentialResolver,
@@ -73,6 +76,17 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     onError: (err, dropped) => log.error({ err, dropped }, 'writing read audit events failed'),
   });
   const invitationSweep = invitationExpirySweep(infra, log);
+  // The change feed: told of every committed write (across instances with
+  // Redis), it reads the new events from the audit log once per project.
+  const notifier = new ChangeNotifier({
+    redis: redis ?? null,
+    channel: `${config.redisKeyPrefix}events`,
+    onError: (err) => log.warn({ err }, 'change feed: Redis notification failed'),
+  });
+  const feedHub = new FeedHub(db.kysely, notifier, {
+    pollMs: config.events.pollMs,
+    onError: (err) => log.error({ err }, 'change feed: reading the audit log failed'),
+  });
 
   // A service that calls another domain receives that domain's service.
   const identity = identityService({ config, db, clock, credentials });
@@ -105,6 +119,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     keyTrust: keyTrustService({ ...infra, identity, vault }),
     membershipChain: membershipChainService({ ...infra, identity }),
     overrides,
+    events: eventsService({ ...infra, hub: feedHub }),
   };
 
   return {
@@ -114,6 +129,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     resolver,
     outbox,
     readAudit,
+    /** The change feed's notifier (call after a write commits) and its per-project fan-out. */
+    events: { notifier, hub: feedHub },
     /** Starts the background work (when the app is ready). */
     start(): void {
       outbox.start();
@@ -125,6 +142,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
       await outbox.stop();
       await readAudit.close();
       listingCache.close();
+      feedHub.close();
+      await notifier.close();
       await credentialSharing?.close();
     },
   };

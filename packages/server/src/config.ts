@@ -42,6 +42,8 @@ export interface Config {
   readonly maxConnections: number;
   /** How often the e-mail outbox worker looks for due messages (it is also woken after each enqueue). */
   readonly outboxPollMs: number;
+  /** The change feed's streams (`GET /v1/projects/{id}/events`). */
+  readonly events: EventsConfig;
   readonly dashboard: DashboardConfig;
   readonly metrics: MetricsConfig;
 }
@@ -54,6 +56,20 @@ interface MetricsConfig {
   readonly host: string;
   /** `METRICS_TOKEN`: also served on the public port to `Authorization: Bearer <token>`. */
   readonly token: string | null;
+}
+
+/** Limits and rhythms of the change feed's event streams (docs/live-secrets.md). */
+interface EventsConfig {
+  /** `EVENTS_MAX_STREAMS_PER_CREDENTIAL`: open streams one session, API key or CI token may hold on this instance. */
+  readonly maxStreamsPerCredential: number;
+  /** `EVENTS_MAX_STREAMS`: open streams this instance holds in all. */
+  readonly maxStreams: number;
+  /** `EVENTS_HEARTBEAT_MS`: a comment line this often keeps proxies from closing an idle stream. */
+  readonly heartbeatMs: number;
+  /** `EVENTS_POLL_MS`: how often a watched project's log is read without a notification (a safety net). */
+  readonly pollMs: number;
+  /** `EVENTS_RETRY_MS`: the reconnect delay a stream tells its client (`retry:`). */
+  readonly retryMs: number;
 }
 
 /** The web dashboard's built files, served on the API's origin. */
@@ -271,6 +287,13 @@ export function loadConfig(env: Source, argv: readonly string[] = []): Config {
     connectionIdleTimeoutMs: int('CONNECTION_IDLE_TIMEOUT_MS', 15_000, 100, 600_000),
     maxConnections: int('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     outboxPollMs: int('OUTBOX_POLL_MS', 5_000, 10, 3_600_000),
+    events: {
+      maxStreamsPerCredential: int('EVENTS_MAX_STREAMS_PER_CREDENTIAL', 20, 1, 1_000_000),
+      maxStreams: int('EVENTS_MAX_STREAMS', 5_000, 1, 1_000_000),
+      heartbeatMs: int('EVENTS_HEARTBEAT_MS', 15_000, 100, 600_000),
+      pollMs: int('EVENTS_POLL_MS', 5_000, 50, 3_600_000),
+      retryMs: int('EVENTS_RETRY_MS', 2_000, 0, 600_000),
+    },
     dashboard: {
       enabled: oneOf('DASHBOARD', ['on', 'off'], 'on') === 'on',
       dir: resolve(read('DASHBOARD_DIR') ?? DEFAULT_DASHBOARD_DIR),

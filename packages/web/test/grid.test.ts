@@ -105,6 +105,7 @@ test('the grid of a realistic project, one staged change, and its review (docume
     await expect(item).toContainText('error');
     await expect(item.locator('del').first()).toBeVisible();
     await expect(item.locator('ins').first()).toBeVisible();
+    await mainPage(page, 'review-diff');
     await review.getByRole('button', { name: 'Hide all' }).click();
     assert.ok(!((await review.textContent()) ?? '').includes('error'));
     await review.getByRole('button', { name: 'Close', exact: true }).first().click();
@@ -143,6 +144,26 @@ test('views: "N missing" and Missing / Changed / All filter the rows; a missing 
     await expect(page.getByText('1 name with unsaved changes')).toBeVisible();
     await page.getByRole('group', { name: 'Show' }).getByRole('button', { name: 'All' }).click();
     await expect(rows).toHaveCount(7);
+    await discardAll(page);
+  }));
+
+test('review: a changed value shows old and new with only the changed characters marked', (t) =>
+  onGrid(t, 'review-diff', async ({ page }) => {
+    const next = VALUES.staging.DATABASE_URL.replace(':5432/', ':6543/');
+    visitor!.secret(next);
+    await editCell(page, 'DATABASE_URL', 'staging', next);
+    await page.getByRole('button', { name: 'Review' }).click();
+    const review = page.getByRole('dialog', { name: 'Review changes' });
+    const item = review.getByRole('listitem').filter({ hasText: 'DATABASE_URL' });
+    assert.ok(!((await item.textContent()) ?? '').includes('5432'), 'masked until revealed');
+    await item.getByRole('button', { name: 'Reveal DATABASE_URL in staging' }).click();
+    await expect(item).toContainText(VALUES.staging.DATABASE_URL);
+    await expect(item).toContainText(next);
+    const removed = (await item.locator('del').allTextContents()).join('');
+    const added = (await item.locator('ins').allTextContents()).join('');
+    assert.ok(removed.length <= 4 && added.length <= 4, `${removed} → ${added}: only the port`);
+    assert.ok(/^[0-9]+$/.test(removed) && /^[0-9]+$/.test(added));
+    await review.getByRole('button', { name: 'Close', exact: true }).first().click();
     await discardAll(page);
   }));
 

@@ -6,6 +6,7 @@ import { Context } from '../context.js';
 import { runChild } from '../run/child.js';
 import { readFallback, writeFallback } from '../run/fallback.js';
 import { fetchEnvironmentSecrets, isServerUnreachable, READ_OPTIONS } from '../secrets-source.js';
+import { RUN_WATCH_OPTIONS, runWatchCommand } from '../watch.js';
 
 const run: Command = {
   name: 'run',
@@ -26,6 +27,12 @@ const run: Command = {
     'machine; if one cannot be (a cycle, a missing secret, an environment this credential cannot',
     'read), CMD does not run and coffer names the secret and the reference. With your login, your',
     'personal overrides replace the team values of the same names (--no-overrides: leave them out).',
+    '',
+    'With --watch, CMD is restarted with the new values whenever the secrets change (SIGTERM,',
+    'then SIGKILL after --grace), or sent --signal instead; --on-change runs a command after each',
+    'change. Changes within a second are one restart. If the server is unreachable CMD keeps',
+    'running on the last values while coffer reconnects; coffer exits with CMD’s code when CMD',
+    'exits on its own.',
     '',
     'Credentials: COFFER_TOKEN (an API key or CI token) if set, else your login.',
   ].join('\n'),
@@ -48,6 +55,7 @@ const run: Command = {
       description: 'keep an encrypted copy in FILE and use it when the server is unreachable',
     },
     ...READ_OPTIONS,
+    ...RUN_WATCH_OPTIONS,
   },
   positionals: [0, 0],
   async run({ values, rest }) {
@@ -57,6 +65,8 @@ const run: Command = {
     // libsodium takes tens of milliseconds to load: start now, so it overlaps
     // with reading the credential and the first round trip instead of following them.
     ready().catch(() => undefined);
+    const watching = runWatchCommand(values, command, args);
+    if (watching) return watching;
     const ctx = new Context(values);
     const fallbackFile = str(values, 'fallback');
 

@@ -17,6 +17,7 @@ import {
   isCofferApiError,
   formatGithubEnv,
   formatGithubMasks,
+  formatSecrets,
   isDns1123Label,
   isDns1123Subdomain,
   listSecretEnvelopes,
@@ -36,6 +37,7 @@ import { allPages } from '../resolve.js';
 import { currentProjectId } from '../scope.js';
 import { environmentAccess, READ_OPTIONS, readOptions, secretScope } from '../secrets-source.js';
 import { findMember } from './members.js';
+import { EXPORT_WATCH_OPTIONS, exportToFileCommand } from '../watch.js';
 import { openProjectVault } from '../vault-access.js';
 
 const SCOPE = { ...PROJECT_OPTION, ...ENV_OPTION };
@@ -324,6 +326,8 @@ const exportCommand: Command = {
     '--format github writes what GitHub Actions reads from $GITHUB_ENV on standard output (NAME=value, or NAME<<DELIMITER … DELIMITER with a random delimiter for a multi-line value), and `::add-mask::` commands for every line of every value on standard error (the runner reads workflow commands there too, and hides those values in the log from then on), or into --mask-file FILE instead. So `coffer secrets export --format github >> "$GITHUB_ENV"` puts only the variables in the file and the masks in the log.',
     '',
     '--format k8s --name NAME writes a Kubernetes Secret manifest (v1, type Opaque, base64 data) for `kubectl apply -f -`.',
+    '',
+    '--output FILE writes FILE instead (mode 0600, atomically: a temporary file in the same directory, renamed over FILE). With --watch, coffer keeps running and rewrites FILE whenever the secrets change (for a sidecar or a container that reads its configuration from a file); --on-change runs a command after each rewrite (e.g. to tell the application to reload). If the server is unreachable the file keeps its last values while coffer reconnects.',
   ].join('\n'),
   options: {
     ...SCOPE,
@@ -350,6 +354,7 @@ const exportCommand: Command = {
       value: 'NS',
       description: "k8s: the Secret's metadata.namespace (default: kubectl's)",
     },
+    ...EXPORT_WATCH_OPTIONS,
   },
   async run({ values }) {
     const command = 'secrets export';
@@ -380,6 +385,47 @@ const exportCommand: Command = {
           command,
         );
     }
+    const options = {
+      ...(dialect ? { dialect } : {}),
+      ...(name !== undefined ? { name } : {}),
+      ...(namespace !== undefined ? { namespace } : {}),
+    };
+    const unwritable = (err: unknown) => {
+      if (!(err instanceof UnwritableValueError)) return err;
+      // Nothing was written: a partial file would silently lack the secret.
+      const instead =
+        format === 'dotenv'
+          ? `use --format json or --format shell${dialect && dialect !== 'both' ? '' : ', or --dialect node|python if only that reader loads the file'}`
+          : format === 'github' || format === 'k8s'
+            ? 'no environment variable can hold it'
+            : 'use --format json or --format yaml';
+      return new CliError('unwritable_value', `${err.message}; ${instead}`);
+    };
+    if (format === 'github' && str(values, 'output') !== undefined)
+      throw new UsageError(
+        '--format github writes to standard output (and masks to stderr); leave out --output',
+        command,
+      );
+    const render = (secrets: Record<string, string>) => {
+      try {
+        return formatSecrets(secrets, format as (typeof EXPORT_FORMATS)[number], options);
+      } catch (err) {
+        throw unwritable(err);
+      }
+    };
+    const toFile = exportToFileCommand(values, render, async () => {
+      const ctx = new Context(values);
+      const access = await environmentAccess(ctx);
+      try {
+        return render(
+          await listSecrets(secretScope(access), access.env, readOptions(ctx, access, values)),
+        );
+      } finally {
+        access.vault.then((v) => v.forget()).catch(() => undefined);
+      }
+    });
+    if (toFile) return toFile;
+
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
     let text: string;
@@ -399,24 +445,11 @@ const exportCommand: Command = {
           secretScope(access),
           access.env,
           format as (typeof EXPORT_FORMATS)[number],
-          {
-            ...readOptions(ctx, access, values),
-            ...(dialect ? { dialect } : {}),
-            ...(name !== undefined ? { name } : {}),
-            ...(namespace !== undefined ? { namespace } : {}),
-          },
+          { ...options, ...readOptions(ctx, access, values) },
         );
       }
     } catch (err) {
-      if (!(err instanceof UnwritableValueError)) throw err;
-      // Nothing was printed: a partial file would silently lack the secret.
-      const instead =
-        format === 'dotenv'
-          ? `use --format json or --format shell${dialect && dialect !== 'both' ? '' : ', or --dialect node|python if only that reader loads the file'}`
-          : format === 'github' || format === 'k8s'
-            ? 'no environment variable can hold it'
-            : 'use --format json or --format yaml';
-      throw new CliError('unwritable_value', `${err.message}; ${instead}`);
+      throw unwritable(err);
     }
     if (masks !== undefined) {
       // The masks first: the runner hides the values before anything could print them.

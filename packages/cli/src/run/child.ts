@@ -3,7 +3,7 @@ import { constants } from 'node:os';
 import { CliError } from '../cli/errors.js';
 
 /** Signals a process manager or terminal may send that the child must see. */
-const FORWARDED: NodeJS.Signals[] = [
+export const FORWARDED: NodeJS.Signals[] = [
   'SIGINT',
   'SIGTERM',
   'SIGHUP',
@@ -39,15 +39,20 @@ export function runChild(command: string, args: string[], env: NodeJS.ProcessEnv
     };
     child.once('error', (err: NodeJS.ErrnoException) => {
       cleanup();
-      if (err.code === 'ENOENT') {
-        reject(new CliError('command_not_found', `command not found: ${command}`, 127));
-      } else if (err.code === 'EACCES') {
-        reject(new CliError('command_not_executable', `permission denied: ${command}`, 126));
-      } else reject(err);
+      reject(spawnFailure(err, command));
     });
     child.once('exit', (code, signal) => {
       cleanup();
       resolve(signal ? 128 + (constants.signals[signal] ?? 0) : (code ?? 1));
     });
   });
+}
+
+/** Why the child could not start, as the CLI reports it (127: not found, 126: not executable). */
+export function spawnFailure(err: NodeJS.ErrnoException, command: string): Error {
+  if (err.code === 'ENOENT')
+    return new CliError('command_not_found', `command not found: ${command}`, 127);
+  if (err.code === 'EACCES')
+    return new CliError('command_not_executable', `permission denied: ${command}`, 126);
+  return err;
 }

@@ -131,6 +131,22 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
   };
 }
 
+/**
+ * Starts the server again on `server`'s data, port and URL (a user's login is
+ * bound to the URL), after `server.stop()`; the caller stops the process.
+ */
+export async function startAgain(
+  server: TestServer,
+  env: Record<string, string> = {},
+): Promise<ChildProcess> {
+  const { child } = await startPublicServer(server.dataDir, {
+    ...env,
+    PORT: new URL(server.url).port,
+    PUBLIC_URL: server.url,
+  });
+  return child;
+}
+
 export interface CliResult {
   code: number | null;
   signal: NodeJS.Signals | null;

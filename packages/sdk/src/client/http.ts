@@ -181,6 +181,31 @@ export class CofferClient {
     return { data: body.data, pagination: body.pagination };
   }
 
+  /**
+   * Opens a streaming response (Server-Sent Events): resolves once the status
+   * and headers arrived, with the response whose body the caller reads. An
+   * error status throws as `request` does (no retry: the caller reconnects).
+   */
+  async openStream(path: string, options: RequestOptions = {}): Promise<Response> {
+    const init: RequestInit = {
+      method: 'GET',
+      headers: { ...this.headers('GET', options), accept: 'text/event-stream' },
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(this.browser ? { credentials: 'include' as const } : {}),
+    };
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.url(path, options.query), init);
+    } catch (cause) {
+      throw new CofferNetworkError(
+        `GET ${this.baseUrl}${path} failed: ${(cause as Error)?.message ?? String(cause)}`,
+        cause,
+      );
+    }
+    if (response.ok) return response;
+    throw errorFromResponse(response, await jsonBody(response));
+  }
+
   private url(path: string, query: RequestOptions['query']): string {
     if (!path.startsWith('/')) throw new TypeError(`API paths start with "/": ${path}`);
     const params = new URLSearchParams();
@@ -273,16 +298,20 @@ export class CofferClient {
         await response.body?.cancel().catch(() => undefined);
         if (response.ok) return undefined;
       }
-      const text = await response.text().catch(() => '');
-      let parsed: unknown = undefined;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
+      const parsed = await jsonBody(response);
       if (response.ok) return parsed;
       throw errorFromResponse(response, parsed);
     }
+  }
+}
+
+/** The response's body as JSON; undefined when empty or not JSON. */
+async function jsonBody(response: Response): Promise<unknown> {
+  const text = await response.text().catch(() => '');
+  try {
+    return text ? (JSON.parse(text) as unknown) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

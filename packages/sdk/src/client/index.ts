@@ -42,3 +42,4 @@ export * from './audit.js';
 export * from './key-trust.js';
 export * from './membership-chain.js';
 export * from './overrides.js';
+export * from './events.js';

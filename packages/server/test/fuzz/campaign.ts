@@ -774,6 +774,20 @@ function sendRaw(
       },
       (res) => {
         const chunks: Buffer[] = [];
+        if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+          // A stream (the change feed) never ends by itself: its headers and first
+          // bytes are the answer, then the connection is closed.
+          res.once('data', (c: Buffer) => {
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: c.toString('utf8'),
+            });
+            req.destroy();
+          });
+          res.on('error', () => undefined);
+          return;
+        }
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () =>
           resolve({
@@ -802,6 +816,11 @@ function checkAnswer(res: RawResponse): string[] {
     problems.push(`${res.status} body leaks internals: ${res.body.slice(0, 300)}`);
   if (res.status === 204) {
     if (res.body !== '') problems.push('204 with a body');
+    return problems;
+  }
+  if (res.status === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) {
+    if (!/^retry: \d+\n/.test(res.body))
+      problems.push(`event stream opened with ${res.body.slice(0, 100)}`);
     return problems;
   }
   let json: unknown;

@@ -85,6 +85,9 @@ export const Cell = memo(function Cell(props: CellProps) {
 
   const state: 'added' | 'changed' | 'deleted' | null =
     change?.kind === 'delete' ? 'deleted' : change ? (meta ? 'changed' : 'added') : null;
+  // Someone saved this cell after the change was staged (the grid refreshes live):
+  // saving would be refused (409), so it is marked now.
+  const conflict = change !== undefined && (meta?.version ?? 0) !== change.baseVersion;
 
   const copy = () => {
     const value = valueOf(environmentId, name, meta, change);
@@ -167,6 +170,7 @@ export const Cell = memo(function Cell(props: CellProps) {
     <td
       data-cell={id}
       data-state={state ?? undefined}
+      data-conflict={conflict || undefined}
       tabIndex={active ? 0 : -1}
       className="cell"
       onFocus={() => {
@@ -208,7 +212,16 @@ export const Cell = memo(function Cell(props: CellProps) {
             </span>
           ) : null}
         </span>
-        {state ? <span className="unsaved-tag">unsaved</span> : null}
+        {conflict ? (
+          <span
+            className="conflict-tag"
+            title={`Changed by someone else since you edited it (now ${meta ? `v${meta.version}` : 'deleted'}); review before saving`}
+          >
+            changed meanwhile
+          </span>
+        ) : state ? (
+          <span className="unsaved-tag">unsaved</span>
+        ) : null}
         {meta && !editing && (focused || hovered) ? <CellMeta meta={meta} /> : null}
         {!editing ? (
           <span className="cell-actions">

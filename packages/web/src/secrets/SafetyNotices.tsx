@@ -1,9 +1,17 @@
 import { useEffect, useState } from 'react';
-import { useNavigate } from 'react-router';
+import { useBlocker, useNavigate } from 'react-router';
+import { auth } from '../lib/auth';
+import { useLockingAt } from '../lib/autolock';
 import { Dialog } from '../ui/Dialog';
-import { requestReview, stagedEnvironmentNames, stagedProjectId, type Restored } from './store';
-import { dismissRestoredNote } from './store';
-import { listNames, unsavedChanges } from './UnsavedChangesGuard';
+import {
+  discardAll,
+  dismissRestoredNote,
+  requestReview,
+  stagedEnvironmentNames,
+  stagedProjectId,
+  type Restored,
+} from './store';
+import { listNames, setSignOutAsked, unsavedChanges, useSignOutAsked } from './UnsavedChangesGuard';
 import './dialogs.css';
 
 /** Leaving the project, or signing out, while changes are staged. */
@@ -112,5 +120,58 @@ export function RestoredNote({ note, onReview }: { note: Restored; onReview: () 
         </button>
       </div>
     </div>
+  );
+}
+
+/** The guard while `changes` are staged (see UnsavedChangesGuard). */
+export function ActiveGuard({ changes }: { changes: number }) {
+  const navigate = useNavigate();
+  const askedSignOut = useSignOutAsked();
+
+  const blocker = useBlocker(({ nextLocation }) => {
+    const project = stagedProjectId();
+    if (project === null) return false;
+    return !(
+      nextLocation.pathname === `/projects/${project}` ||
+      nextLocation.pathname.startsWith(`/projects/${project}/`)
+    );
+  });
+
+  const stay = () => {
+    if (blocker.state === 'blocked') blocker.reset();
+    setSignOutAsked(false);
+    const project = stagedProjectId();
+    if (project) {
+      requestReview();
+      void navigate(`/projects/${project}`);
+    }
+  };
+  const leave = () => {
+    discardAll();
+    if (blocker.state === 'blocked') blocker.proceed();
+    if (askedSignOut) {
+      setSignOutAsked(false);
+      void auth.signOut();
+    }
+  };
+
+  const asking = blocker.state === 'blocked' || askedSignOut;
+  const lockingAt = useLockingAt();
+  return (
+    <>
+      {lockingAt !== null ? <LockCountdown changes={changes} lockingAt={lockingAt} /> : null}
+      {asking ? (
+        <LeaveDialog
+          changes={changes}
+          signingOut={askedSignOut}
+          onStay={stay}
+          onLeave={leave}
+          onCancel={() => {
+            if (blocker.state === 'blocked') blocker.reset();
+            setSignOutAsked(false);
+          }}
+        />
+      ) : null}
+    </>
   );
 }

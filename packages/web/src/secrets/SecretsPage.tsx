@@ -13,6 +13,7 @@ import {
   type KeyboardEvent,
 } from 'react';
 import { Link } from 'react-router';
+import { useAuth } from '../lib/auth';
 import { copyText } from '../lib/clipboard';
 import { environmentsKey, useEnvironments, useVaultStatus } from '../lib/queries';
 import { useProjectContext } from '../pages/ProjectLayout';
@@ -39,6 +40,7 @@ import {
   type StagedChange,
 } from './store';
 import { listNames } from './UnsavedChangesGuard';
+import { useLiveUpdates } from './live';
 import { ConfirmDialog } from '../ui/Dialog';
 import { EyeIcon } from '../ui/icons';
 import { keyring } from '../lib/keyring';
@@ -118,6 +120,13 @@ export function SecretsPage() {
     vault.error ??
     secrets.find((s) => s.error && !(isCofferApiError(s.error) && s.error.status === 404))?.error;
   const queryClient = useQueryClient();
+  const auth = useAuth();
+  // Other people's saves, live: refreshed here, announced below.
+  const liveNotes = useLiveUpdates(
+    project.id,
+    envs,
+    auth.status === 'signed-in' ? auth.user.id : null,
+  );
   useEffect(() => {
     if (gone) void queryClient.invalidateQueries({ queryKey: environmentsKey(project.id) });
   }, [gone, queryClient, project.id]);
@@ -577,6 +586,11 @@ export function SecretsPage() {
         onShow={showFirstChange}
       />
       <div className="toasts" role="status" aria-live="polite">
+        {liveNotes.map((note) => (
+          <div className="toast live-note" key={note.id}>
+            {note.text}
+          </div>
+        ))}
         {announcement ? (
           <div className="toast" key={announcement}>
             {announcement}

@@ -1,13 +1,10 @@
-import { lazy, Suspense, useEffect, useSyncExternalStore } from 'react';
-import { useBlocker, useNavigate } from 'react-router';
+import { lazy, Suspense, useSyncExternalStore } from 'react';
 import { auth } from '../lib/auth';
-import { useLockingAt } from '../lib/autolock';
-import { discardAll, requestReview, staged, stagedProjectId, useStagedSummary } from './store';
+import { staged, useStagedSummary } from './store';
 
-const LockCountdown = lazy(() =>
-  import('./SafetyNotices').then((m) => ({ default: m.LockCountdown })),
-);
-const LeaveDialog = lazy(() => import('./SafetyNotices').then((m) => ({ default: m.LeaveDialog })));
+// While changes are staged: the leave guard, the lock countdown and their dialogs
+// (loaded with the first staged change; the first visit carries only this module).
+const ActiveGuard = lazy(() => import('./SafetyNotices').then((m) => ({ default: m.ActiveGuard })));
 
 /** "3 unsaved changes", "1 unsaved change". */
 export const unsavedChanges = (count: number) =>
@@ -19,17 +16,41 @@ export function listNames(names: string[]): string {
   return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
 
+// A reload or a closed tab asks first while anything is staged (the browser's own dialog).
+const onBeforeUnload = (event: BeforeUnloadEvent) => {
+  event.preventDefault();
+  // Older browsers show the dialog only when returnValue is set.
+  event.returnValue = '';
+};
+let guarding = false;
+staged.subscribe(() => {
+  const any = staged.size() > 0;
+  if (any === guarding) return;
+  guarding = any;
+  if (any) window.addEventListener('beforeunload', onBeforeUnload);
+  else window.removeEventListener('beforeunload', onBeforeUnload);
+});
+
 // Sign-out asked for while changes are staged: the guard asks first.
 let signOutAsked = false;
 const signOutListeners = new Set<() => void>();
-const setSignOutAsked = (value: boolean) => {
+export function setSignOutAsked(value: boolean): void {
   signOutAsked = value;
   signOutListeners.forEach((listener) => listener());
-};
+}
+export function useSignOutAsked(): boolean {
+  return useSyncExternalStore(
+    (listener) => {
+      signOutListeners.add(listener);
+      return () => signOutListeners.delete(listener);
+    },
+    () => signOutAsked,
+  );
+}
 
 /** Signs out, after asking when staged changes would be lost. */
 export function requestSignOut(): void {
-  if (staged.all().length > 0) setSignOutAsked(true);
+  if (staged.size() > 0) setSignOutAsked(true);
   else void auth.signOut();
 }
 
@@ -41,72 +62,10 @@ export function requestSignOut(): void {
  */
 export function UnsavedChangesGuard() {
   const { changes } = useStagedSummary();
-  const navigate = useNavigate();
-  const askedSignOut = useSyncExternalStore(
-    (listener) => {
-      signOutListeners.add(listener);
-      return () => signOutListeners.delete(listener);
-    },
-    () => signOutAsked,
-  );
-
-  useEffect(() => {
-    if (changes === 0) return;
-    const onBeforeUnload = (event: BeforeUnloadEvent) => {
-      event.preventDefault();
-      // Older browsers show the dialog only when returnValue is set.
-      event.returnValue = '';
-    };
-    window.addEventListener('beforeunload', onBeforeUnload);
-    return () => window.removeEventListener('beforeunload', onBeforeUnload);
-  }, [changes]);
-
-  const blocker = useBlocker(({ nextLocation }) => {
-    const project = stagedProjectId();
-    if (changes === 0 || project === null) return false;
-    return !(
-      nextLocation.pathname === `/projects/${project}` ||
-      nextLocation.pathname.startsWith(`/projects/${project}/`)
-    );
-  });
-
-  const stay = () => {
-    if (blocker.state === 'blocked') blocker.reset();
-    setSignOutAsked(false);
-    const project = stagedProjectId();
-    if (project) {
-      requestReview();
-      void navigate(`/projects/${project}`);
-    }
-  };
-  const leave = () => {
-    discardAll();
-    if (blocker.state === 'blocked') blocker.proceed();
-    if (signOutAsked) {
-      setSignOutAsked(false);
-      void auth.signOut();
-    }
-  };
-
-  const asking = blocker.state === 'blocked' || askedSignOut;
-  const lockingAt = useLockingAt();
-  // The dialogs load when first needed: the first visit carries only the guard.
-  if (changes === 0 || (!asking && lockingAt === null)) return null;
+  if (changes === 0) return null;
   return (
     <Suspense fallback={null}>
-      {lockingAt !== null ? <LockCountdown changes={changes} lockingAt={lockingAt} /> : null}
-      {asking ? (
-        <LeaveDialog
-          changes={changes}
-          signingOut={askedSignOut}
-          onStay={stay}
-          onLeave={leave}
-          onCancel={() => {
-            if (blocker.state === 'blocked') blocker.reset();
-            setSignOutAsked(false);
-          }}
-        />
-      ) : null}
+      <ActiveGuard changes={changes} />
     </Suspense>
   );
 }

@@ -69,7 +69,8 @@ export function lineDiff(before: string, after: string): Piece[] {
 
 /**
  * Character-level differences (by code point, so no surrogate pair is split),
- * as runs: the old value's pieces (same / removed) and the new value's (same / added).
+ * as runs: the old value's pieces (same / removed) and the new value's (same /
+ * added). Two values sharing less than a third are shown replaced whole.
  */
 export function charDiff(before: string, after: string): { before: Piece[]; after: Piece[] } {
   const runs = { before: [] as Piece[], after: [] as Piece[] };
@@ -78,7 +79,17 @@ export function charDiff(before: string, after: string): { before: Piece[]; afte
     if (last?.kind === kind) last.text += text;
     else list.push({ kind, text });
   };
-  for (const { kind, item } of diff(Array.from(before), Array.from(after))) {
+  const a = Array.from(before);
+  const b = Array.from(after);
+  const pieces = diff(a, b);
+  // Values with little in common read better replaced whole than as scattered letters.
+  const same = pieces.filter((p) => p.kind === 'same').length;
+  if (same * 3 < Math.max(a.length, b.length))
+    return {
+      before: before ? [{ kind: 'removed', text: before }] : [],
+      after: after ? [{ kind: 'added', text: after }] : [],
+    };
+  for (const { kind, item } of pieces) {
     if (kind !== 'added') push(runs.before, kind, item);
     if (kind !== 'removed') push(runs.after, kind, item);
   }

@@ -29,6 +29,7 @@ class Store<T> {
   get = (environmentId: string, name: string): T | undefined =>
     this.entries.get(cellKey(environmentId, name));
   getRevision = () => this.revision;
+  size = () => this.entries.size;
 
   set(environmentId: string, name: string, value: T | undefined): void {
     const k = cellKey(environmentId, name);

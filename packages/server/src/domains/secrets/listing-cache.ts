@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { listenOnChannel, type ChannelListener } from '../../redis-channel.js';
 
 /** A serialized secret listing, ready to send as is. */
 export interface CachedListing {
@@ -66,8 +67,7 @@ export class ListingCache {
   private readonly instanceId = randomBytes(9).toString('base64url');
   private readonly channel: string;
   private readonly publisher: Redis | null;
-  private readonly subscriber: Redis | null;
-  private readonly subscribed: Promise<void>;
+  private readonly subscriber: ChannelListener | null;
   private readonly onError: (err: unknown) => void;
   /** Environments dropped here whose invalidation waits to be published. */
   private readonly unpublished = new Set<string>();
@@ -78,28 +78,20 @@ export class ListingCache {
     this.channel = options.channel ?? 'coffer:listing-invalidations';
     this.onError = options.onError ?? (() => undefined);
     this.publisher = options.redis ?? null;
-    // A subscribing connection of its own that waits for Redis (and re-subscribes
-    // after a reconnect) however the shared client is tuned.
-    this.subscriber =
-      this.publisher?.duplicate({ lazyConnect: false, enableOfflineQueue: true }) ?? null;
-    this.subscribed = Promise.resolve();
-    if (this.subscriber) {
-      this.subscriber.on('message', (channel: string, message: string) => {
-        if (channel === this.channel) this.receive(message);
-      });
-      // Connection errors are logged by the shared client; missing a message only
-      // delays freeing memory (revisions keep every answer correct).
-      this.subscriber.on('error', () => undefined);
-      this.subscribed = this.subscriber.subscribe(this.channel).then(
-        () => undefined,
-        (err: unknown) => this.onError(err),
-      );
-    }
+    // Missing a message only delays freeing memory (revisions keep every answer correct).
+    this.subscriber = this.publisher
+      ? listenOnChannel(
+          this.publisher,
+          this.channel,
+          (message) => this.receive(message),
+          (err) => this.onError(err),
+        )
+      : null;
   }
 
   /** Resolves once this instance listens for other instances' invalidations (or failed to). */
   ready(): Promise<void> {
-    return this.subscribed;
+    return this.subscriber?.subscribed ?? Promise.resolve();
   }
 
   static keyOf(key: ListingKey): string {
@@ -173,9 +165,7 @@ export class ListingCache {
     this.entries.clear();
     this.byEnvironment.clear();
     this.bytes = 0;
-    if (this.subscriber) {
-      await this.subscriber.quit().catch(() => this.subscriber?.disconnect());
-    }
+    await this.subscriber?.close();
   }
 
   private publishUnpublished(): void {

@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import type { ChangeNotifier } from './notifier.js';
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Calls the change feed's notifier after every successful write: once the
+ * response is sent, the write has committed (services commit before they
+ * return). Project routes name their project; the invitation routes change a
+ * project they do not name, so they wake every project watched here. Other
+ * writes (sign-in, account) change no project's feed.
+ */
+export function notifyAfterWrites(app: FastifyInstance, notifier: ChangeNotifier): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    if (READS.has(request.method) || reply.statusCode >= 400) return done();
+    const route = request.routeOptions.url ?? '';
+    if (route.startsWith('/v1/projects/:project_id')) {
+      const { project_id } = request.params as { project_id?: unknown };
+      if (typeof project_id === 'string') notifier.notify(project_id);
+    } else if (route.startsWith('/v1/invitations')) {
+      notifier.notify(null);
+    }
+    done();
+  });
+}
