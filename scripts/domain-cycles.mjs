@@ -44,6 +44,7 @@ const OWNER = {
   webhook_deliveries: 'webhooks',
   webhook_attempts: 'webhooks',
   idempotency_keys: 'idempotency',
+  personal_overrides: 'overrides',
 };
 
 /** The deliberate exceptions: domain → another domain's table → why it writes it itself. */

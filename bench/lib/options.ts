@@ -33,8 +33,8 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
 read-secret, write-secret, write-secret-keyed (the same writes with a new
 Idempotency-Key each; its ratio to write-secret is reported), members-list, rate-limited-429, unauthenticated-401,
-http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list,
-coffer-run, rekey-1k, rekey-10k, rss; feed (the change feed's rows: feed-fanout,
+http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list, sdk-resolve-10k,
+coffer-run, coffer-run-references, rekey-1k, rekey-10k, rss; feed (the change feed's rows: feed-fanout,
 feed-idle-memory, feed-listing: 1,000 event streams on the instance); scan (coffer
 scan: scan-files-10, scan-files, scan-files-10k, scan-flat, scan-history, scan-hook);
 dashboard (all of the dashboard's rows:

@@ -84,6 +84,14 @@ export const targets = {
     text: '≤ 250 ms median',
     check: (row) => row.kind === 'value' && row.value <= 250,
   },
+  runReferences: {
+    text: '≤ 110 % of the same run without references',
+    check: (row) => row.kind === 'value' && row.value <= 110,
+  },
+  resolve10k: {
+    text: '≤ 50 ms',
+    check: (row) => row.kind === 'value' && row.value <= 50,
+  },
   dashboardFirstLoad: {
     text: '≤ 350 KB gzip, incl. libsodium',
     check: (row) => row.kind === 'value' && row.value <= 350,

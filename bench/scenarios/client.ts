@@ -11,6 +11,7 @@ import {
   listSecrets,
   openVault,
   rekey,
+  resolveReferences,
   type RekeyPhase,
 } from '@coffer/sdk';
 import { median, timeRuns } from '../lib/measure.js';
@@ -22,6 +23,7 @@ import {
   READ_ENV,
   SECRET_COUNT,
   environmentsOf,
+  sampleValue,
   secretName,
   trustingFetch,
   writeSecrets,
@@ -217,10 +219,125 @@ function rekeyScenario(versions: number): ClientScenario {
   };
 }
 
+/** Of the 100 secrets of the references run, 30 carry references: 25 within the environment, 5 to staging. */
+const REFERRING = 30;
+const CROSS_ENVIRONMENT = 5;
+const referringValue = (i: number): string => {
+  if (i >= REFERRING) return sampleValue(i);
+  const target =
+    i < CROSS_ENVIRONMENT ? `\${staging.SHARED_${i}}` : `\${${secretName(REFERRING + i)}}`;
+  return `prefix-${target}-${sampleValue(i).slice(0, 24)}`;
+};
+
+/**
+ * `coffer run` over 100 secrets of which 30 carry references (5 of them into
+ * another environment, which costs one more listing), against the same run
+ * over 100 secrets without any: two projects of the same shape, their runs
+ * interleaved so both see the same machine. Reported as the ratio of the medians.
+ */
+const cliRunReferences: ClientScenario = {
+  id: 'coffer-run-references',
+  title: `coffer run, ${SECRET_COUNT} secrets of which ${REFERRING} carry references (${CROSS_ENVIRONMENT} cross-environment), against none`,
+  async run(ctx) {
+    const cli = join(ctx.root, 'packages/cli/dist/coffer.js');
+    if (!existsSync(cli)) return null;
+    const { client, admin } = ctx.fixture;
+    const credentialFor = async (name: string, valueOf: (i: number) => string) => {
+      const project = await createProjectWithVault(client, admin.keys, { name });
+      const vault = await openVault(client, project.id, admin.keys);
+      const envs = await environmentsOf(client, project.id);
+      await writeSecrets(vault, envs.get(READ_ENV)!, SECRET_COUNT, secretName, valueOf);
+      await writeSecrets(vault, envs.get('staging')!, CROSS_ENVIRONMENT, (i) => `SHARED_${i}`);
+      const key = await createApiKey(vault, {
+        name: 'run',
+        role: 'developer',
+        scopes: { [READ_ENV]: 'read', staging: 'read' },
+      });
+      return key.credential;
+    };
+    const plain = await credentialFor('bench run without references', sampleValue);
+    const referring = await credentialFor('bench run with references', referringValue);
+    const cwd = mkdtempSync(join(ctx.workDir, 'cli-refs-'));
+    const runWith = (credential: string) => () =>
+      promisify(execFile)(process.execPath, [cli, 'run', '--env', READ_ENV, '--', 'true'], {
+        cwd,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: cwd,
+          COFFER_SERVER: ctx.baseUrl,
+          COFFER_TOKEN: credential,
+          COFFER_CA_FILE: ctx.caFile,
+        },
+      });
+    const without: number[] = [];
+    const withRefs: number[] = [];
+    await timeRuns(2, 0, runWith(plain));
+    await timeRuns(2, 0, runWith(referring));
+    for (let i = 0; i < ctx.options.cliRuns; i++) {
+      without.push(...(await timeRuns(1, 0, runWith(plain))));
+      withRefs.push(...(await timeRuns(1, 0, runWith(referring))));
+    }
+    const ratio = (100 * median(withRefs)) / median(without);
+    return {
+      kind: 'value',
+      title: this.title,
+      value: ratio,
+      unit: '%',
+      detail: `median with references ${median(withRefs).toFixed(0)} ms, without ${median(without).toFixed(0)} ms; ${withRefs.length} interleaved runs each, fresh process each`,
+      target: targets.runReferences,
+      pass: null,
+      breakdown: { with_references_ms: withRefs, without_references_ms: without },
+    };
+  },
+};
+
+/** The resolver alone: 10,000 secrets, a third of them with one to three references (chains, cross-environment). */
+const sdkResolve: ClientScenario = {
+  id: 'sdk-resolve-10k',
+  title: 'SDK: resolve 10,000 secrets with references (resolver only)',
+  async run(ctx) {
+    const values: Record<string, string> = {};
+    const staging: Record<string, string> = {};
+    const name = (i: number) => `SECRET_${String(i).padStart(5, '0')}`;
+    for (let i = 0; i < 10_000; i++) {
+      values[name(i)] =
+        i % 3 === 0
+          ? `a-\${${name((i + 1) % 10_000)}}-b-\${${name((i + 2) % 10_000)}}${i % 30 === 0 ? `-\${staging.SHARED_${i % 10}}` : ''}`
+          : sampleValue(i);
+    }
+    for (let i = 0; i < 10; i++) staging[`SHARED_${i}`] = sampleValue(i);
+    const resolveAll = () =>
+      resolveReferences(values, {
+        environment: READ_ENV,
+        load: async () => ({ key: 'staging', values: staging }),
+      });
+    const check = await resolveAll();
+    if (Object.keys(check.errors).length > 0) throw new Error('the bench data should resolve');
+    // The same 10,000 names with reference-free values: the scan alone, measured alongside.
+    const plain = Object.fromEntries(Object.keys(values).map((k, i) => [k, sampleValue(i)]));
+    const runs = ctx.options.quick ? 10 : 50;
+    const durations: number[] = [];
+    const baseline: number[] = [];
+    await timeRuns(5, 0, resolveAll);
+    for (let i = 0; i < runs; i++) {
+      durations.push(...(await timeRuns(1, 0, resolveAll)));
+      baseline.push(...(await timeRuns(1, 0, () => resolveReferences(plain))));
+    }
+    return valueRow(
+      this.title,
+      durations,
+      `in-process, no I/O; the same 10,000 without references, interleaved: median ${median(baseline).toFixed(1)} ms`,
+      targets.resolve10k,
+    );
+  },
+};
+
 export const CLIENT_SCENARIOS: ClientScenario[] = [
   sdkDecrypt,
   sdkList,
+  sdkResolve,
   cliRun,
+  cliRunReferences,
   rekeyScenario(1_000),
   rekeyScenario(10_000),
   ...SCAN_SCENARIOS,

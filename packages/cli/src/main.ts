@@ -101,11 +101,12 @@ function mainHelp(): string {
 
 function groupHelp(group: string, commands: Command[]): string {
   const subs = commands.filter((c) => c.name.startsWith(`${group} `));
+  const summary = GROUPS[group]?.summary ?? 'your personal overrides: values only you can read';
   const width = Math.max(...subs.map((c) => c.name.length));
   return [
     `Usage: coffer ${group} <command> [options]`,
     '',
-    GROUPS[group]!.summary,
+    summary,
     '',
     'Commands:',
     ...subs.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -138,8 +139,20 @@ async function main(argv: string[]): Promise<number> {
       return sub === undefined ? EXIT_USAGE : 0;
     }
     command = commands.find((c) => c.name === `${first} ${sub}`);
-    if (!command) throw new UsageError(`unknown command "${first} ${sub}"`, first);
     rest = args;
+    // Three words: `secrets override set`.
+    const [third, ...after] = args;
+    const nested = commands.filter((c) => c.name.startsWith(`${first} ${sub} `));
+    if (!command && nested.length > 0) {
+      if (third === undefined || third === '--help' || third === '-h') {
+        process.stdout.write(groupHelp(`${first} ${sub}`, nested));
+        return third === undefined ? EXIT_USAGE : 0;
+      }
+      command = nested.find((c) => c.name === `${first} ${sub} ${third}`);
+      if (!command) throw new UsageError(`unknown command "${first} ${sub} ${third}"`, first);
+      rest = after;
+    }
+    if (!command) throw new UsageError(`unknown command "${first} ${sub}"`, first);
   }
   const input = parseCommand(command, rest, command.name === 'run');
   if (input.values.help) {

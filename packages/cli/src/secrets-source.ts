@@ -2,13 +2,15 @@ import {
   isCofferApiError,
   listSecrets,
   type CofferClient,
+  type ReadOptions,
   type SecretScope,
   type VaultSession,
 } from '@coffer/sdk';
+import type { Values } from './cli/command.js';
 import { CliError } from './cli/errors.js';
 import type { Context } from './context.js';
 import type { FallbackScope } from './run/fallback.js';
-import { currentProjectId } from './scope.js';
+import { currentProjectId, projectId } from './scope.js';
 import { openProjectVault, privateKeyMaterial } from './vault-access.js';
 
 /** The client, project and vault of the current environment, for the secrets commands. */
@@ -17,6 +19,8 @@ export interface EnvironmentAccess {
   project: string;
   env: string;
   vault: Promise<VaultSession>;
+  /** A member's login (tokens have no overrides, so none are asked for). */
+  member?: boolean;
 }
 
 /**
@@ -31,7 +35,7 @@ export async function environmentAccess(ctx: Context): Promise<EnvironmentAccess
   vault.catch(() => undefined); // awaited by the caller; never an unhandled rejection
   const env =
     ctx.environmentName() ?? (ctx.token ? await tokenEnvironment(vault) : ctx.environmentRef());
-  return { client, project, env, vault };
+  return { client, project, env, vault, member: !ctx.token };
 }
 
 /**
@@ -59,21 +63,66 @@ export const secretScope = (access: EnvironmentAccess): SecretScope => ({
     environmentKey: async (projectId, environmentId) =>
       (await access.vault).environmentKey(projectId, environmentId),
     refresh: async () => (await access.vault).refresh(),
+    ...(access.member ? { overrideKey: async () => (await access.vault).overrideKey() } : {}),
   },
 });
+
+/** `--raw` and `--no-overrides`, for the commands that read values for use. */
+export const READ_OPTIONS = {
+  raw: {
+    type: 'boolean',
+    description: 'the text as stored: ${…} references left unresolved',
+  },
+  'no-overrides': {
+    type: 'boolean',
+    description: 'leave out your personal overrides (tokens never have any)',
+  },
+} as const;
+
+/**
+ * How the values are read: resolved with the caller's overrides unless the
+ * flags say otherwise. `${PROJECT/ENV.KEY}` opens that project's vault with
+ * the same credential, lazily; a token sees only its own project.
+ */
+export function readOptions(ctx: Context, access: EnvironmentAccess, values: Values): ReadOptions {
+  return {
+    raw: values.raw === true,
+    overrides: values['no-overrides'] !== true,
+    project: async (ref) => {
+      if (ref === access.project) return secretScope(access);
+      if (ctx.token) return null;
+      let id: string;
+      try {
+        id = await projectId(access.client, ref);
+      } catch {
+        return null; // no such project for this user: the reference is unreadable
+      }
+      const vault = openProjectVault(ctx, access.client, id, { quietUnchained: true });
+      vault.catch(() => undefined);
+      return secretScope({ client: access.client, project: id, env: '', vault, member: true });
+    },
+  };
+}
 
 /**
  * `coffer run`'s fetch: every secret of the environment, decrypted. Two
  * requests in flight together: the caller's grant and the listing with values.
  */
-export async function fetchEnvironmentSecrets(ctx: Context): Promise<{
+export async function fetchEnvironmentSecrets(
+  ctx: Context,
+  values: Values = {},
+): Promise<{
   secrets: Record<string, string>;
   keyMaterial: Uint8Array;
   scope: FallbackScope;
 }> {
   const access = await environmentAccess(ctx);
   try {
-    const secrets = await listSecrets(secretScope(access), access.env);
+    const secrets = await listSecrets(
+      secretScope(access),
+      access.env,
+      readOptions(ctx, access, values),
+    );
     return { secrets, keyMaterial: await privateKeyMaterial(ctx), scope: fallbackScope(ctx) };
   } finally {
     access.vault.then((v) => v.forget()).catch(() => undefined);

@@ -10,7 +10,7 @@ import { CliError, UsageError } from './cli/errors.js';
 import { note } from './cli/output.js';
 import { Context } from './context.js';
 import { FORWARDED, spawnFailure } from './run/child.js';
-import { environmentAccess, secretScope } from './secrets-source.js';
+import { environmentAccess, readOptions, secretScope } from './secrets-source.js';
 
 /**
  * `--watch`: keeping a process (`coffer run --watch`) or a file (`coffer
@@ -71,6 +71,7 @@ async function follow(
   };
   try {
     for await (const snapshot of watchSecrets(secretScope(access), access.env, {
+      read: readOptions(ctx, access, ctx.values),
       signal: stop,
       onConnected: () => {
         if (offline) note('coffer: reconnected to the server; watching for changes again');

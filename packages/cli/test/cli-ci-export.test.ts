@@ -54,6 +54,8 @@ describe('coffer secrets export for CI', () => {
     const owner = { email: 'ci@example.test', name: 'CI', password: 'ci export password' };
     await signUpAndSetUp(as, owner, 'Pipelines', 'development');
     // Stored exactly through JSON: development without the NUL value, staging with it.
+    // The corpus holds ${…} texts that are no references (${NOPE:-fallback}, an unclosed ${):
+    // these tests export the stored text (--raw), which is what they are about.
     ok(await as(['secrets', 'import', '-', '--format', 'json'], JSON.stringify(withoutNul)), 'dev');
     ok(
       await as(
@@ -68,7 +70,7 @@ describe('coffer secrets export for CI', () => {
   });
 
   test('--format github: $GITHUB_ENV lines on stdout, a mask per value line on stderr', async () => {
-    const r = ok(await as(['secrets', 'export', '--format', 'github']), 'export github');
+    const r = ok(await as(['secrets', 'export', '--format', 'github', '--raw']), 'export github');
     assert.ok(!r.stdout.includes('::add-mask::'), 'no mask in the env part');
     assertExact(parseGithubEnv(r.stdout), withoutNul);
     const masks = parseGithubMasks(r.stderr);
@@ -83,7 +85,7 @@ describe('coffer secrets export for CI', () => {
     writeFileSync(githubEnv, 'EARLIER=from another step\n');
     const step = spawnSync(
       'bash',
-      ['-c', `"$NODE" "$COFFER_CLI" secrets export --format github >> "$GITHUB_ENV"`],
+      ['-c', `"$NODE" "$COFFER_CLI" secrets export --format github --raw >> "$GITHUB_ENV"`],
       {
         cwd: work,
         env: { ...user, GITHUB_ENV: githubEnv, NODE: process.execPath, COFFER_CLI: CLI },
@@ -102,7 +104,7 @@ describe('coffer secrets export for CI', () => {
   test('--mask-file FILE takes the masks instead of stderr (mode 0600)', async () => {
     const maskFile = join(tempDir('masks'), 'masks.txt');
     const r = ok(
-      await as(['secrets', 'export', '--format', 'github', '--mask-file', maskFile]),
+      await as(['secrets', 'export', '--format', 'github', '--raw', '--mask-file', maskFile]),
       'export --mask-file',
     );
     assert.equal(r.stderr, '');
@@ -114,7 +116,7 @@ describe('coffer secrets export for CI', () => {
   });
 
   test('--format github refuses a value no environment variable can hold, printing nothing', async () => {
-    const r = await as(['secrets', 'export', '--format', 'github', '--env', 'staging']);
+    const r = await as(['secrets', 'export', '--format', 'github', '--raw', '--env', 'staging']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, new RegExp(`^coffer: ${nulName} cannot be exported: it has a NUL`));
@@ -135,6 +137,7 @@ describe('coffer secrets export for CI', () => {
         'shop',
         '--env',
         'staging',
+        '--raw',
       ]),
       'export k8s',
     );

@@ -50,13 +50,20 @@ export function compareSecrets(
 
 /**
  * Lists and decrypts both environments (ids or slugs) of `scope`'s project
- * and compares them. Needs read access to the values of both.
+ * and compares them. Needs read access to the values of both. Values are the
+ * stored text (references unresolved, no personal overrides): what a promotion
+ * would copy.
  */
+const STORED = { raw: true, overrides: false } as const;
+
 export async function compareEnvironments(
   scope: SecretScope,
   envA: string,
   envB: string,
 ): Promise<EnvironmentComparison> {
-  const [a, b] = await Promise.all([listSecrets(scope, envA), listSecrets(scope, envB)]);
+  const [a, b] = await Promise.all([
+    listSecrets(scope, envA, STORED),
+    listSecrets(scope, envB, STORED),
+  ]);
   return { ...compareSecrets(a, b), a, b };
 }

@@ -5,3 +5,4 @@ export * from './crypto/token-signing.js';
 export * from './vault/index.js';
 export * from './dotenv.js';
 export * from './compare.js';
+export * from './references.js';

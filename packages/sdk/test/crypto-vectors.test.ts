@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';
 import {
   createGrant,
+  decryptOverride,
   decryptSecretValue,
+  deriveOverrideKey,
+  encryptOverride,
   deriveEnvironmentKey,
   deriveMasterKey,
   derivePasswordKeys,
@@ -243,6 +246,84 @@ test('environment key vectors', () => {
     new Set(file.vectors.map((vector) => vector.environment_key)).size,
     file.vectors.length,
   );
+});
+
+test('personal override vectors', () => {
+  const file = load<{
+    encryption_secret_key: string;
+    user_id: string;
+    project_id: string;
+    environment_id: string;
+    override_key: string;
+    vectors: {
+      name: string;
+      secret_name: string;
+      nonce: string;
+      value: string;
+      associated_data: string;
+      envelope: string;
+    }[];
+    invalid: { name: string; envelope: string; error: string }[];
+  }>('override.json');
+  const overrideKey = deriveOverrideKey(b(file.encryption_secret_key), file.user_id);
+  assert.equal(toBase64url(overrideKey), file.override_key);
+  const other = deriveOverrideKey(b(file.encryption_secret_key), 'usr_someone_else');
+  for (const vector of file.vectors) {
+    const binding = {
+      userId: file.user_id,
+      projectId: file.project_id,
+      environmentId: file.environment_id,
+      name: vector.secret_name,
+    };
+    assert.equal(
+      toBase64url(
+        encodeParts([
+          'coffer/v1/override',
+          file.user_id,
+          file.project_id,
+          file.environment_id,
+          vector.secret_name,
+        ]),
+      ),
+      vector.associated_data,
+    );
+    assert.equal(
+      encryptOverride({ ...binding, overrideKey, value: vector.value }, { nonce: b(vector.nonce) }),
+      vector.envelope,
+    );
+    assert.equal(
+      decryptOverride({ ...binding, overrideKey, envelope: vector.envelope }),
+      vector.value,
+    );
+    // Another owner, name, environment or project opens nothing.
+    for (const moved of [
+      { ...binding, overrideKey: other },
+      { ...binding, overrideKey, userId: 'usr_someone_else' },
+      { ...binding, overrideKey, name: 'OTHER' },
+      { ...binding, overrideKey, environmentId: 'env_other' },
+      { ...binding, overrideKey, projectId: 'prj_2' },
+    ]) {
+      assert.throws(() => decryptOverride({ ...moved, envelope: vector.envelope }), {
+        name: 'CryptoError',
+        code: 'decryption_failed',
+      });
+    }
+  }
+  for (const vector of file.invalid) {
+    assert.throws(
+      () =>
+        decryptOverride({
+          userId: file.user_id,
+          projectId: file.project_id,
+          environmentId: file.environment_id,
+          name: 'X',
+          overrideKey,
+          envelope: vector.envelope,
+        }),
+      { name: 'CryptoError', code: vector.error },
+      vector.name,
+    );
+  }
 });
 
 test('secret envelope vectors', () => {

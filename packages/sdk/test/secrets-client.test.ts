@@ -27,6 +27,9 @@ import {
   updateEnvironment,
   type SecretScope,
 } from '../src/index.js';
+
+/** The stored text: these tests are about what is stored, not about resolving references. */
+const RAW = { raw: true } as const;
 import { parse as parseYaml } from 'yaml';
 import { DIALECTS } from '../../server/test/support/db.js';
 import {
@@ -159,7 +162,13 @@ for (const dialect of DIALECTS) {
         PRIVATE_KEY: '-----BEGIN-----\nabc\n-----END-----',
         QUOTED: 'line one\nline two',
       };
-      assert.deepEqual(await listSecrets(adminScope, 'production'), expected);
+      // The text is kept as written; read for use, ${NOT_EXPANDED} is a reference to a
+      // secret this environment does not hold, and the read names it.
+      assert.deepEqual(await listSecrets(adminScope, 'production', RAW), expected);
+      await assert.rejects(
+        listSecrets(adminScope, 'production'),
+        /^SecretReferenceError: LITERAL: \$\{NOT_EXPANDED\}: this environment has no secret NOT_EXPANDED$/,
+      );
 
       const again = await importSecrets(
         devScope,
@@ -171,20 +180,26 @@ for (const dialect of DIALECTS) {
       const current = { ...expected, API_URL: 'https://v2' };
 
       // python-dotenv would expand ${NOT_EXPANDED}: the file is written for npm dotenv's reading.
-      await assert.rejects(exportSecrets(adminScope, 'production', 'dotenv'), /LITERAL/);
-      const asEnv = await exportSecrets(adminScope, 'production', 'dotenv', { dialect: 'node' });
+      await assert.rejects(exportSecrets(adminScope, 'production', 'dotenv', RAW), /LITERAL/);
+      const asEnv = await exportSecrets(adminScope, 'production', 'dotenv', {
+        ...RAW,
+        dialect: 'node',
+      });
       assert.deepEqual(
         Object.fromEntries(parseDotenv(asEnv, { dialect: 'node' }).map((e) => [e.name, e.value])),
         current,
       );
-      const asJson = await exportSecrets(adminScope, 'production', 'json');
+      const asJson = await exportSecrets(adminScope, 'production', 'json', RAW);
       assert.deepEqual(
         Object.fromEntries(parseJsonSecrets(asJson).map((e) => [e.name, e.value])),
         current,
       );
-      assert.deepEqual(parseYaml(await exportSecrets(adminScope, 'production', 'yaml')), current);
+      assert.deepEqual(
+        parseYaml(await exportSecrets(adminScope, 'production', 'yaml', RAW)),
+        current,
+      );
       assert.match(
-        await exportSecrets(adminScope, 'production', 'shell'),
+        await exportSecrets(adminScope, 'production', 'shell', RAW),
         /^export API_URL='https:\/\/v2'$/m,
       );
     });
@@ -201,7 +216,7 @@ for (const dialect of DIALECTS) {
           return true;
         },
       );
-      assert.ok(!('GOOD' in (await listSecrets(adminScope, 'production'))));
+      assert.ok(!('GOOD' in (await listSecrets(adminScope, 'production', RAW))));
     });
 
     it('deleteSecret removes a secret', async () => {

@@ -25,6 +25,7 @@ import { OutboxWorker } from './domains/mail/outbox-worker.js';
 import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
 import { membersService } from './domains/members/members.service.js';
 import { membershipChainService } from './domains/membership-chain/membership-chain.service.js';
+import { overridesService } from './domains/overrides/overrides.service.js';
 import { projectsService } from './domains/projects/projects.service.js';
 import { ListingCache } from './domains/secrets/listing-cache.js';
 import { secretsService } from './domains/secrets/secrets.service.js';
@@ -103,6 +104,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
   const projects = projectsService(infra);
   const vault = vaultService(infra);
   const tokens = tokensService({ db, clock, credentials, vault });
+  const overrides = overridesService(infra);
   const members = membersService({
     db,
     clock,
@@ -114,6 +116,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     projects,
     tokens,
     vault,
+    overrides,
   });
   const services = {
     identity,
@@ -133,6 +136,7 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
       wakeDelivery: () => webhookWorker.wake(),
       latestEventId,
     }),
+    overrides,
     events: eventsService({ ...infra, hub: feedHub }),
   };
 

@@ -18,6 +18,7 @@ export const ID_PREFIX = {
   webhook: 'whk',
   webhookDelivery: 'whd',
   webhookAttempt: 'wha',
+  override: 'ovr',
 } as const;
 
 type IdKind = keyof typeof ID_PREFIX;

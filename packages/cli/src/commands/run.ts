@@ -5,7 +5,7 @@ import { note } from '../cli/output.js';
 import { Context } from '../context.js';
 import { runChild } from '../run/child.js';
 import { readFallback, writeFallback } from '../run/fallback.js';
-import { fetchEnvironmentSecrets, isServerUnreachable } from '../secrets-source.js';
+import { fetchEnvironmentSecrets, isServerUnreachable, READ_OPTIONS } from '../secrets-source.js';
 import { RUN_WATCH_OPTIONS, runWatchCommand } from '../watch.js';
 
 const run: Command = {
@@ -22,6 +22,11 @@ const run: Command = {
     '(mode 0600, encrypted with a key derived from your private key or the token’s key part);',
     'when the server cannot be reached, CMD runs with that copy instead and coffer says so',
     'on stderr. Authentication and permission errors never fall back.',
+    '',
+    'References inside values (${KEY}, ${ENV.KEY}, ${PROJECT/ENV.KEY}) are resolved on this',
+    'machine; if one cannot be (a cycle, a missing secret, an environment this credential cannot',
+    'read), CMD does not run and coffer names the secret and the reference. With your login, your',
+    'personal overrides replace the team values of the same names (--no-overrides: leave them out).',
     '',
     'With --watch, CMD is restarted with the new values whenever the secrets change (SIGTERM,',
     'then SIGKILL after --grace), or sent --signal instead; --on-change runs a command after each',
@@ -49,6 +54,7 @@ const run: Command = {
       value: 'FILE',
       description: 'keep an encrypted copy in FILE and use it when the server is unreachable',
     },
+    ...READ_OPTIONS,
     ...RUN_WATCH_OPTIONS,
   },
   positionals: [0, 0],
@@ -66,7 +72,7 @@ const run: Command = {
 
     let secrets: Record<string, string>;
     try {
-      const fetched = await fetchEnvironmentSecrets(ctx);
+      const fetched = await fetchEnvironmentSecrets(ctx, values);
       secrets = fetched.secrets;
       if (fallbackFile) writeFallback(fallbackFile, fetched.keyMaterial, fetched.scope, secrets);
     } catch (err) {

@@ -1,7 +1,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import {
+  allEnvironments,
   compareEnvironments,
+  deleteOverride,
   deleteSecret,
+  hasReferences,
+  listMemberOverrides,
+  parseValue,
+  readOverrides,
+  setOverride,
   exportSecrets,
   getEnvironment,
   getSecret,
@@ -28,7 +35,8 @@ import { ask, confirmDestructive, interactive, readStdin } from '../cli/prompt.j
 import { Context } from '../context.js';
 import { allPages } from '../resolve.js';
 import { currentProjectId } from '../scope.js';
-import { environmentAccess, secretScope } from '../secrets-source.js';
+import { environmentAccess, READ_OPTIONS, readOptions, secretScope } from '../secrets-source.js';
+import { findMember } from './members.js';
 import { EXPORT_WATCH_OPTIONS, exportToFileCommand } from '../watch.js';
 import { openProjectVault } from '../vault-access.js';
 
@@ -65,15 +73,35 @@ const get: Command = {
   summary: 'print the decrypted value of one secret',
   args: 'NAME',
   positionals: [1, 1],
-  options: SCOPE,
+  description:
+    'Prints the value a program would see: its ${…} references resolved and, with your login, your personal override of NAME if you set one. --raw prints the text as stored.',
+  options: { ...SCOPE, ...READ_OPTIONS },
   async run({ values, positionals }) {
     const ctx = new Context(values);
     const access = await environmentAccess(ctx);
-    const secret = await getSecret(secretScope(access), access.env, positionals[0]!);
+    const secret = await getSecret(
+      secretScope(access),
+      access.env,
+      positionals[0]!,
+      readOptions(ctx, access, values),
+    );
     if (ctx.json) return printJson(secret);
     process.stdout.write(`${secret.value}\n`);
   },
 };
+
+/** VALUE as given, or all of standard input (--stdin), or typed on a terminal without echo. */
+async function valueArgument(
+  given: string | undefined,
+  values: Parameters<typeof str>[0],
+  prompt: string,
+  command: string,
+): Promise<string> {
+  if (given !== undefined) return given;
+  if (values.stdin === true) return (await readStdin()).replace(/\r?\n$/, '');
+  if (interactive()) return ask(prompt, { hidden: true });
+  throw new UsageError('missing VALUE: pass it, or --stdin', command);
+}
 
 const set: Command = {
   name: 'secrets set',
@@ -98,11 +126,7 @@ const set: Command = {
   },
   async run({ values, positionals }) {
     const [name, given] = positionals as [string, string | undefined];
-    let value: string;
-    if (given !== undefined) value = given;
-    else if (values.stdin === true) value = (await readStdin()).replace(/\r?\n$/, '');
-    else if (interactive()) value = await ask(`Value of ${name}: `, { hidden: true });
-    else throw new UsageError('missing VALUE: pass it, or --stdin', 'secrets set');
+    const value = await valueArgument(given, values, `Value of ${name}: `, 'secrets set');
     const expected = str(values, 'expected-version');
     if (expected !== undefined && !/^\d+$/.test(expected))
       throw new UsageError('--expected-version must be a whole number', 'secrets set');
@@ -221,7 +245,7 @@ const importCommand: Command = {
   args: 'FILE',
   positionals: [1, 1],
   description:
-    'FILE is a .env file (KEY=value lines; quotes, escapes, `export` and comments understood; ${VAR} is NOT expanded) or a JSON object of strings; `-` reads standard input. A .env value that npm dotenv and python-dotenv read differently is refused with its line number, unless --dialect names the reader the file was written for. Existing secrets of the same names get a new version. One request: a malformed line or an invalid name writes nothing.',
+    'FILE is a .env file (KEY=value lines; quotes, escapes, `export` and comments understood; ${VAR} is kept as written, and Coffer resolves it as a reference when secrets are read, as dotenv-expand would; the import says which values hold one) or a JSON object of strings; `-` reads standard input. A .env value that npm dotenv and python-dotenv read differently is refused with its line number, unless --dialect names the reader the file was written for. Existing secrets of the same names get a new version. One request: a malformed line or an invalid name writes nothing.',
   options: {
     ...SCOPE,
     format: {
@@ -262,10 +286,33 @@ const importCommand: Command = {
       read,
       dialect ? 'json' : (format as (typeof IMPORT_FORMATS)[number]),
     );
-    if (ctx.json) return printJson(result);
+    const entries: Array<readonly [string, string]> =
+      dialect || format === 'json'
+        ? Object.entries(JSON.parse(read) as Record<string, string>)
+        : parseDotenv(text).map((e) => [e.name, e.value] as const);
+    const referring = entries.filter(([, v]) => hasReferences(v)).map(([n]) => n);
+    const invalid = referring.filter((n) => {
+      try {
+        parseValue(entries.find(([name]) => name === n)![1], n);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    if (ctx.json) return printJson({ ...result, with_references: referring });
     note(
       `Imported into ${access.env}: ${result.created.length} new, ${result.updated.length} updated.`,
     );
+    if (referring.length > 0) {
+      note(
+        `${referring.length} value${referring.length === 1 ? ' holds' : 's hold'} \${…} (${referring.slice(0, 8).join(', ')}${referring.length > 8 ? ', …' : ''}): stored as written, and resolved as references to other secrets whenever secrets are read (coffer run, secrets get, secrets export; --raw shows the text), which is what dotenv-expand does with the same file. Write $\${ for a literal \${.`,
+      );
+    }
+    if (invalid.length > 0) {
+      note(
+        `coffer: warning: ${invalid.join(', ')} hold${invalid.length === 1 ? 's' : ''} a \${…} that is not a reference (\${KEY}, \${ENV.KEY} or \${PROJECT/ENV.KEY}): reading ${invalid.length === 1 ? 'it' : 'them'} resolved will fail until the value is fixed or written with $\${.`,
+      );
+    }
   },
 };
 
@@ -274,7 +321,7 @@ const exportCommand: Command = {
   summary:
     'print every secret of an environment, decrypted: dotenv, JSON, YAML, shell, GitHub Actions or a Kubernetes Secret',
   description: [
-    'Writes to standard output only: redirecting it to a file puts plaintext on disk, which `coffer run` avoids. dotenv quotes each value so that npm dotenv and python-dotenv both read it back exactly; a value no quoting serves (e.g. ${VAR}, which python-dotenv expands) fails the export, naming the secret, unless --dialect names the one reader that loads the file.',
+    'Writes to standard output only: redirecting it to a file puts plaintext on disk, which `coffer run` avoids. Values are resolved (${…} references replaced by what they refer to) and, with your login, your personal overrides applied, as `coffer run` would pass them; --raw writes the text as stored and --no-overrides the team values. dotenv quotes each value so that npm dotenv and python-dotenv both read it back exactly; a value no quoting serves (e.g. ${VAR}, which python-dotenv expands) fails the export, naming the secret, unless --dialect names the one reader that loads the file.',
     '',
     '--format github writes what GitHub Actions reads from $GITHUB_ENV on standard output (NAME=value, or NAME<<DELIMITER … DELIMITER with a random delimiter for a multi-line value), and `::add-mask::` commands for every line of every value on standard error (the runner reads workflow commands there too, and hides those values in the log from then on), or into --mask-file FILE instead. So `coffer secrets export --format github >> "$GITHUB_ENV"` puts only the variables in the file and the masks in the log.',
     '',
@@ -291,6 +338,7 @@ const exportCommand: Command = {
       description: 'dotenv (default), json, yaml, shell, github or k8s',
     },
     ...DIALECT_OPTION,
+    ...READ_OPTIONS,
     'mask-file': {
       type: 'string',
       value: 'FILE',
@@ -366,9 +414,12 @@ const exportCommand: Command = {
       }
     };
     const toFile = exportToFileCommand(values, render, async () => {
-      const access = await environmentAccess(new Context(values));
+      const ctx = new Context(values);
+      const access = await environmentAccess(ctx);
       try {
-        return render(await listSecrets(secretScope(access), access.env));
+        return render(
+          await listSecrets(secretScope(access), access.env, readOptions(ctx, access, values)),
+        );
       } finally {
         access.vault.then((v) => v.forget()).catch(() => undefined);
       }
@@ -382,7 +433,11 @@ const exportCommand: Command = {
     try {
       if (format === 'github') {
         // One fetch for both parts; nothing is written unless both can be.
-        const secrets = await listSecrets(secretScope(access), access.env);
+        const secrets = await listSecrets(
+          secretScope(access),
+          access.env,
+          readOptions(ctx, access, values),
+        );
         masks = formatGithubMasks(secrets);
         text = formatGithubEnv(secrets);
       } else {
@@ -390,7 +445,7 @@ const exportCommand: Command = {
           secretScope(access),
           access.env,
           format as (typeof EXPORT_FORMATS)[number],
-          options,
+          { ...options, ...readOptions(ctx, access, values) },
         );
       }
     } catch (err) {
@@ -502,6 +557,129 @@ const diff: Command = {
   },
 };
 
+/** Your override key and the environment, for the override commands (a user login only). */
+async function overrideAccess(values: Parameters<typeof str>[0]) {
+  const ctx = new Context(values);
+  if (ctx.token) {
+    throw new CliError(
+      'user_session_required',
+      'personal overrides belong to a signed-in member; tokens never have any. Unset COFFER_TOKEN and run `coffer login`',
+    );
+  }
+  const access = await environmentAccess(ctx);
+  const owner = await (await access.vault).overrideKey();
+  if (!owner) throw new CliError('user_session_required', 'personal overrides need a user login');
+  return { ctx, access, owner };
+}
+
+const overrideSet: Command = {
+  name: 'secrets override set',
+  summary: 'set your own value for a name in an environment (only you can read it)',
+  args: 'NAME [VALUE]',
+  positionals: [1, 2],
+  description:
+    'Your value replaces the team value of NAME whenever you read this environment (coffer run, secrets get, secrets export; --no-overrides leaves it out), and nobody else’s. It is encrypted on this machine under a key derived from your own private key: no other member, admin or token can read it, nor can the server. Without VALUE, reads it from standard input (--stdin) or asks for it without echo. NAME need not exist in the environment.',
+  options: {
+    ...SCOPE,
+    stdin: { type: 'boolean', description: 'read the value from standard input' },
+  },
+  async run({ values, positionals }) {
+    const [name, given] = positionals as [string, string | undefined];
+    const value = await valueArgument(
+      given,
+      values,
+      `Your value of ${name}: `,
+      'secrets override set',
+    );
+    const { ctx, access, owner } = await overrideAccess(values);
+    const override = await setOverride(
+      access.client,
+      access.project,
+      access.env,
+      name,
+      value,
+      owner,
+    );
+    const { value: _value, ...meta } = override;
+    if (ctx.json) return printJson(meta);
+    note(`Your override of ${name} in ${access.env} is set; only you see it.`);
+  },
+};
+
+const overrideUnset: Command = {
+  name: 'secrets override unset',
+  summary: 'remove your own value for a name: the team value applies again',
+  args: 'NAME',
+  positionals: [1, 1],
+  options: SCOPE,
+  async run({ values, positionals }) {
+    const name = positionals[0]!;
+    const { ctx, access } = await overrideAccess(values);
+    await deleteOverride(access.client, access.project, access.env, name);
+    if (ctx.json) return printJson({ removed: name });
+    note(`Removed your override of ${name} in ${access.env}.`);
+  },
+};
+
+const overrideList: Command = {
+  name: 'secrets override list',
+  summary: 'list your personal overrides (values with --reveal), or a member’s names (admins)',
+  description:
+    'Without --member: your overrides in the environment (--all-environments: in every one). With --member EMAIL|ID (admins): the names that member overrides, in every environment; never a value, which only its owner can read.',
+  options: {
+    ...SCOPE,
+    reveal: { type: 'boolean', description: 'decrypt and show your values' },
+    'all-environments': { type: 'boolean', description: 'yours in every environment' },
+    member: { type: 'string', value: 'MEMBER', description: 'a member’s override names (admins)' },
+  },
+  async run({ values }) {
+    const memberRef = str(values, 'member');
+    if (memberRef !== undefined) {
+      if (values.reveal === true)
+        throw new UsageError(
+          "--reveal shows your own values only: nobody can read another member's",
+          'secrets override list',
+        );
+      const ctx = new Context(values);
+      const client = await ctx.client();
+      const project = await currentProjectId(ctx, client);
+      const member = await findMember(client, project, memberRef);
+      const names = await allPages((page, per_page) =>
+        listMemberOverrides(client, project, member.id, {
+          page,
+          per_page,
+          sort: 'name',
+          order: 'asc',
+        }),
+      );
+      if (ctx.json) return printJson(names);
+      printTable(
+        ['environment', 'name', 'updated'],
+        names.map((n) => [n.environment_slug, n.name, shortTime(n.updated_at)]),
+      );
+      return;
+    }
+    const { ctx, access, owner } = await overrideAccess(values);
+    const all = await readOverrides(access.client, access.project, owner);
+    const environments = values['all-environments'] === true ? [...all.keys()] : [access.env];
+    const envs = await allEnvironments(access.client, access.project);
+    const slugOf = (id: string) => envs.find((e) => e.id === id)?.slug ?? id;
+    const idOf = (ref: string) => envs.find((e) => e.id === ref || e.slug === ref)?.id ?? ref;
+    const rows = environments.flatMap((env) =>
+      Object.entries(all.get(idOf(env)) ?? {}).map(([name, value]) => ({
+        environment: slugOf(idOf(env)),
+        name,
+        ...(values.reveal === true ? { value } : {}),
+      })),
+    );
+    if (ctx.json) return printJson(rows);
+    printTable(
+      values.reveal === true ? ['environment', 'name', 'value'] : ['environment', 'name'],
+      rows.map((r) => [r.environment, r.name, ...('value' in r ? [visible(r.value!)] : [])]),
+    );
+  },
+};
+
 export const commands: Command[] = [
   list,
   get,
@@ -512,4 +690,7 @@ export const commands: Command[] = [
   importCommand,
   exportCommand,
   diff,
+  overrideSet,
+  overrideUnset,
+  overrideList,
 ];

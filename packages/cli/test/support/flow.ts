@@ -65,3 +65,42 @@ export async function firstSteps(coffer: Coffer, email: string): Promise<void> {
   // The child's exit code comes back.
   assert.equal((await coffer(['run', '--', 'printenv', 'NOT_A_SECRET'])).code, 1);
 }
+
+/**
+ * Invites `email` as a developer (as `admin`), signs them up from the
+ * invitation e-mail, accepts with the introduction link and grants them the
+ * vault key: a member who reads secrets.
+ */
+export async function addDeveloper(
+  admin: Coffer,
+  member: Coffer,
+  link: (email: string) => Promise<string>,
+  user: { email: string; name: string; password: string },
+): Promise<void> {
+  const invited = JSON.parse(
+    ok(await admin(['members', 'invite', user.email, '--role', 'developer', '--json']), 'invite')
+      .stdout,
+  ) as { introduction_link: string };
+  const emailLink = await link(user.email);
+  ok(
+    await member(
+      [
+        'signup',
+        '--email',
+        user.email,
+        '--name',
+        user.name,
+        '--password-stdin',
+        '--invitation',
+        emailLink,
+      ],
+      `${user.password}\n`,
+    ),
+    'signup',
+  );
+  ok(
+    await member(['invitations', 'accept', '--introduction', invited.introduction_link]),
+    'accept',
+  );
+  ok(await admin(['vault', 'grant', user.email, '--yes']), 'grant');
+}

@@ -1,6 +1,6 @@
 import { CofferApiError, CofferNetworkError } from './errors.js';
 import { apiPath, type CofferClient } from './http.js';
-import { listSecrets, type SecretScope } from './secrets.js';
+import { listSecrets, type ReadOptions, type SecretScope } from './secrets.js';
 
 // ---- The feed's shapes (docs/events.md) ------------------------------------------
 
@@ -304,7 +304,10 @@ export interface SecretsSnapshot {
 export async function* watchSecrets(
   scope: SecretScope,
   env: string,
-  options: Omit<WatchOptions, 'environment'> = {},
+  options: Omit<WatchOptions, 'environment'> & {
+    /** How values are read (resolved, with overrides, by default; see `ReadOptions`). */
+    read?: ReadOptions;
+  } = {},
 ): AsyncGenerator<SecretsSnapshot> {
   const queue: WatchItem[] = [];
   let wake: () => void = () => undefined;
@@ -345,7 +348,7 @@ export async function* watchSecrets(
   const read = async (): Promise<string> => {
     for (let attempt = 0; ; attempt++) {
       try {
-        return JSON.stringify(await listSecrets(scope, env));
+        return JSON.stringify(await listSecrets(scope, env, options.read));
       } catch (err) {
         if (!isTransient(err) || stop.signal.aborted) throw err;
         const delay = Math.min(

@@ -41,5 +41,6 @@ export * from './secrets.js';
 export * from './audit.js';
 export * from './key-trust.js';
 export * from './membership-chain.js';
+export * from './overrides.js';
 export * from './events.js';
 export * from './webhooks.js';

@@ -12,8 +12,17 @@ import {
   parseJsonSecrets,
 } from '../dotenv.js';
 import { environmentIdOf } from './environments.js';
-import { isStaleEpoch } from './errors.js';
+import { CofferApiError, isStaleEpoch } from './errors.js';
 import { allPages, apiPath, type CofferClient, type Page } from './http.js';
+import { readOverrides, type OverrideKey } from './overrides.js';
+import { VaultError } from '../vault/errors.js';
+import {
+  hasReferences,
+  resolveReferences,
+  SecretReferencesError,
+  type LoadedEnvironment,
+  type Resolution,
+} from '../references.js';
 
 // ---- The API's shapes and one typed call per endpoint --------------------------
 
@@ -154,6 +163,14 @@ export interface EnvironmentKeyProvider {
   ): Promise<{ key: Uint8Array; epoch: number }>;
   /** Fetches the grants again; called once after a `stale_epoch` conflict (a re-key happened). */
   refresh?(): Promise<void>;
+  /**
+   * A member's override key (null for tokens): their personal overrides apply
+   * on top. Absent: none are read (what a provider that knows it is a token
+   * should do, so that no request is made for them).
+   */
+  overrideKey?(): Promise<OverrideKey | null>;
+  /** Whether the keys are a member's (true), a token's (false), or not known yet. */
+  readonly member?: boolean | undefined;
 }
 
 /** What decrypted operations work on: a client, a project, and keys for its environments. */
@@ -180,7 +197,7 @@ export interface DecryptedVersion {
  */
 export type ExportFormat = 'dotenv' | 'json' | 'yaml' | 'shell' | 'github' | 'github-masks' | 'k8s';
 
-export interface ExportOptions extends DotenvOptions {
+export interface ExportOptions extends DotenvOptions, ReadOptions {
   /** `k8s`: the Secret's `metadata.name` (a DNS-1123 subdomain). */
   name?: string;
   /** `k8s`: the Secret's `metadata.namespace` (a DNS-1123 label). */
@@ -282,25 +299,184 @@ function allSecrets(scope: SecretScope, env: string): Promise<Secret[]> {
   );
 }
 
-/** Reads and decrypts one secret. `env` is an environment id or slug. */
+/**
+ * How the read helpers (`getSecret`, `listSecrets`, `exportSecrets`) read
+ * values. By default they are what a program should see: references resolved
+ * and, for a member's session, the member's personal overrides on top.
+ */
+export interface ReadOptions {
+  /** The text as stored: references left as written (default false). */
+  raw?: boolean;
+  /** Apply the caller's personal overrides (default true; tokens have none). */
+  overrides?: boolean;
+  /**
+   * Opens another project for `${PROJECT/ENV.KEY}` (by name or id): its scope,
+   * or null when the reader cannot read it. Absent: such references are
+   * refused as unreadable.
+   */
+  project?: (ref: string) => Promise<SecretScope | null>;
+}
+
+/** Errors that mean "this reader may not read that environment", never shown as more than that. */
+const isUnreadable = (err: unknown) =>
+  (err instanceof CofferApiError && (err.status === 403 || err.status === 404)) ||
+  (err instanceof VaultError &&
+    ['out_of_scope', 'no_grant', 'not_initialized'].includes(err.code)) ||
+  (err instanceof SecretsError && err.code === 'no_value');
+
+/** One environment's values as read: raw text with overrides applied, and its id. */
+interface EnvironmentRead {
+  environmentId: string;
+  values: Record<string, string>;
+}
+
+/** The caller's overrides of a project, fetched at most once per read. */
+function overridesOnce(scope: SecretScope, wanted: boolean) {
+  let pending: Promise<Map<string, Record<string, string>>> | undefined;
+  return () =>
+    (pending ??=
+      wanted && scope.keys.overrideKey && scope.keys.member !== false
+        ? readOverrides(scope.client, scope.projectId, scope.keys.overrideKey(), {
+            member: scope.keys.member === true,
+          })
+        : Promise.resolve(new Map()));
+}
+
+/** The raw values of an environment (decrypted), with the caller's overrides on top. */
+async function readEnvironment(
+  scope: SecretScope,
+  env: string,
+  overrides: () => Promise<Map<string, Record<string, string>>>,
+): Promise<EnvironmentRead> {
+  const mine = overrides();
+  mine.catch(() => undefined); // awaited below; both requests travel together
+  const secrets = await allSecrets(scope, env);
+  const values: Record<string, string> = {};
+  for (const secret of secrets) values[secret.name] = (await decryptSecret(scope, secret)).value;
+  const own = await mine;
+  const environmentId =
+    secrets[0]?.environment_id ??
+    (own.size > 0 ? await environmentIdOf(scope.client, scope.projectId, env) : env);
+  Object.assign(values, own.get(environmentId));
+  return { environmentId, values };
+}
+
+/** Resolves the references of one environment's values, fetching what they refer to through `scope`. */
+async function resolveIn(
+  scope: SecretScope,
+  env: string,
+  read: EnvironmentRead,
+  options: ReadOptions,
+): Promise<Resolution> {
+  const scopes = new Map<
+    string,
+    Promise<{
+      scope: SecretScope;
+      overrides: () => Promise<Map<string, Record<string, string>>>;
+    } | null>
+  >();
+  const homeOverrides = overridesOnce(scope, options.overrides !== false);
+  scopes.set('', Promise.resolve({ scope, overrides: homeOverrides }));
+  const projectScope = (project: string | null) => {
+    const id = project ?? '';
+    let found = scopes.get(id);
+    if (!found) {
+      found = (async () => {
+        const other = options.project ? await options.project(id) : null;
+        return other
+          ? { scope: other, overrides: overridesOnce(other, options.overrides !== false) }
+          : null;
+      })();
+      scopes.set(id, found);
+    }
+    return found;
+  };
+  return resolveReferences(read.values, {
+    key: `${scope.projectId}/${read.environmentId}`,
+    environment: [env, read.environmentId],
+    project: [scope.projectId],
+    load: async ({ project, environment }): Promise<LoadedEnvironment | null> => {
+      try {
+        const target = await projectScope(project);
+        if (!target) return null;
+        const loaded = await readEnvironment(target.scope, environment, target.overrides);
+        return { key: `${target.scope.projectId}/${loaded.environmentId}`, values: loaded.values };
+      } catch (err) {
+        if (isUnreadable(err)) return null;
+        throw err;
+      }
+    },
+  });
+}
+
+/**
+ * Reads and decrypts one secret. `env` is an environment id or slug. Its value
+ * is resolved (`options.raw`: as stored) with the caller's override on top;
+ * a reference that cannot be resolved throws a `SecretReferenceError` naming it.
+ */
 export async function getSecret(
   scope: SecretScope,
   env: string,
   name: string,
+  options: ReadOptions = {},
 ): Promise<DecryptedSecret> {
-  return decryptSecret(scope, await getSecretEnvelope(scope.client, scope.projectId, env, name));
+  const overrides = overridesOnce(scope, options.overrides !== false);
+  const mine = overrides();
+  mine.catch(() => undefined);
+  const secret = await decryptSecret(
+    scope,
+    await getSecretEnvelope(scope.client, scope.projectId, env, name),
+  );
+  const own = (await mine).get(secret.environment_id)?.[name];
+  const value = own ?? secret.value;
+  if (options.raw || !hasReferences(value)) return { ...secret, value };
+  const read = await readEnvironment(scope, secret.environment_id, overrides);
+  const { values, errors } = await resolveIn(scope, env, read, options);
+  if (errors[name]) throw errors[name];
+  return { ...secret, value: values[name]! };
 }
 
-/** Every secret of the environment, decrypted: `{ NAME: value }` in name order. */
+/**
+ * Every secret of the environment, decrypted: `{ NAME: value }` in name order.
+ * References are resolved and the caller's personal overrides applied (see
+ * `ReadOptions`). If any value cannot be resolved, nothing is returned: a
+ * `SecretReferenceError` (one) or `SecretReferencesError` (several) names each.
+ */
 export async function listSecrets(
   scope: SecretScope,
   env: string,
+  options: ReadOptions = {},
 ): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const secret of await allSecrets(scope, env)) {
-    out[secret.name] = (await decryptSecret(scope, secret)).value;
-  }
-  return out;
+  const read = await readEnvironment(scope, env, overridesOnce(scope, options.overrides !== false));
+  const sorted = (values: Record<string, string>) =>
+    Object.fromEntries(
+      Object.keys(values)
+        .sort()
+        .map((k) => [k, values[k]!]),
+    );
+  if (options.raw) return sorted(read.values);
+  const { values, errors } = await resolveIn(scope, env, read, options);
+  const failed = Object.keys(errors)
+    .sort()
+    .map((n) => errors[n]!);
+  if (failed.length === 1) throw failed[0]!;
+  if (failed.length > 1) throw new SecretReferencesError(failed);
+  return sorted(values);
+}
+
+/**
+ * Every value of an environment with each reference's outcome, for a view
+ * that shows both (the dashboard): `raw` as stored (overrides applied),
+ * `resolved` for those that resolve and `errors` for those that do not.
+ */
+export async function readWithReferences(
+  scope: SecretScope,
+  env: string,
+  options: Omit<ReadOptions, 'raw'> = {},
+): Promise<{ raw: Record<string, string> } & Resolution> {
+  const read = await readEnvironment(scope, env, overridesOnce(scope, options.overrides !== false));
+  const { values, errors } = await resolveIn(scope, env, read, options);
+  return { raw: read.values, values, errors };
 }
 
 /**
@@ -419,7 +595,7 @@ export async function exportSecrets(
 ): Promise<string> {
   if (format === 'k8s' && options.name === undefined)
     throw new TypeError('a Kubernetes Secret needs options.name');
-  const secrets = await listSecrets(scope, env);
+  const secrets = await listSecrets(scope, env, options);
   return formatSecrets(secrets, format, options);
 }
 

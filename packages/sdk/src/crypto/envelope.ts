@@ -111,18 +111,62 @@ export function encryptSecretValue(
   const nonce = options.nonce ?? randomBytes(NONCE_BYTES);
   if (nonce.length !== NONCE_BYTES)
     throw new CryptoError('invalid_input', 'nonce must be 24 bytes');
-  const plaintext = utf8Encode(input.value);
+  const ciphertext = sealUtf8(
+    input.value,
+    secretAssociatedData(input),
+    nonce,
+    input.environmentKey,
+  );
+  return `v1.xc20p.${input.epoch}.${toBase64url(nonce)}.${toBase64url(ciphertext)}`;
+}
+
+/** XChaCha20-Poly1305 of a UTF-8 value of at most MAX_SECRET_VALUE_BYTES (secret values, overrides). */
+export function sealUtf8(
+  value: string,
+  associatedData: Uint8Array,
+  nonce: Uint8Array,
+  key: Uint8Array,
+): Uint8Array {
+  const plaintext = utf8Encode(value);
   if (plaintext.length > MAX_SECRET_VALUE_BYTES) throw new CryptoError('value_too_large');
   const lib = sodium();
   try {
-    const ciphertext = lib.crypto_aead_xchacha20poly1305_ietf_encrypt(
+    return lib.crypto_aead_xchacha20poly1305_ietf_encrypt(
       plaintext,
-      secretAssociatedData(input),
+      associatedData,
       null,
       nonce,
-      input.environmentKey,
+      key,
     );
-    return `v1.xc20p.${input.epoch}.${toBase64url(nonce)}.${toBase64url(ciphertext)}`;
+  } finally {
+    lib.memzero(plaintext);
+  }
+}
+
+/** The inverse of `sealUtf8`: `decryption_failed` for a wrong key or binding, tampering, or invalid UTF-8. */
+export function openUtf8(
+  ciphertext: Uint8Array,
+  associatedData: Uint8Array,
+  nonce: Uint8Array,
+  key: Uint8Array,
+): string {
+  const lib = sodium();
+  let plaintext: Uint8Array;
+  try {
+    plaintext = lib.crypto_aead_xchacha20poly1305_ietf_decrypt(
+      null,
+      ciphertext,
+      associatedData,
+      nonce,
+      key,
+    );
+  } catch {
+    throw new CryptoError('decryption_failed');
+  }
+  try {
+    return utf8Decode(plaintext);
+  } catch {
+    throw new CryptoError('decryption_failed', 'decrypted value is not valid UTF-8');
   } finally {
     lib.memzero(plaintext);
   }
@@ -136,24 +180,10 @@ export function decryptSecretValue(input: DecryptSecretValueInput): string {
   checkBinding(input);
   const parsed = parseEnvelope(input.envelope);
   if (parsed.epoch !== input.epoch) throw new CryptoError('decryption_failed');
-  const lib = sodium();
-  let plaintext: Uint8Array;
-  try {
-    plaintext = lib.crypto_aead_xchacha20poly1305_ietf_decrypt(
-      null,
-      parsed.ciphertext,
-      secretAssociatedData(input),
-      parsed.nonce,
-      input.environmentKey,
-    );
-  } catch {
-    throw new CryptoError('decryption_failed');
-  }
-  try {
-    return utf8Decode(plaintext);
-  } catch {
-    throw new CryptoError('decryption_failed', 'decrypted value is not valid UTF-8');
-  } finally {
-    lib.memzero(plaintext);
-  }
+  return openUtf8(
+    parsed.ciphertext,
+    secretAssociatedData(input),
+    parsed.nonce,
+    input.environmentKey,
+  );
 }

@@ -122,3 +122,11 @@ export {
   type MembershipSubject,
   type UnsignedStatement,
 } from './membership.js';
+export {
+  MAX_OVERRIDE_ENVELOPE_LENGTH,
+  OVERRIDE_ENVELOPE_PATTERN,
+  decryptOverride,
+  deriveOverrideKey,
+  encryptOverride,
+  type OverrideBinding,
+} from './override.js';

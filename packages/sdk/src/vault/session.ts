@@ -15,6 +15,7 @@ import type { KeyPins } from './key-pins.js';
 import { getMembershipChain } from '../client/membership-chain.js';
 import { checkMembershipChain } from './chain.js';
 import type { VaultKeys } from './keys.js';
+import { overrideKeyOf, type OverrideKey } from '../client/overrides.js';
 
 export interface OpenVaultOptions {
   /**
@@ -248,6 +249,21 @@ export class VaultSession implements EnvironmentKeyProvider {
       );
     }
     return { key: this.projectKeyBytes, epoch: this.epoch };
+  }
+
+  /** Whether this is a member's session (known once the vault was fetched). */
+  get member(): boolean | undefined {
+    return this.current ? this.current.recipient.type === 'user' : undefined;
+  }
+
+  /**
+   * A member's override key (derived from their own X25519 private key), which
+   * opens their personal overrides; null for tokens, which never see any.
+   */
+  async overrideKey(): Promise<OverrideKey | null> {
+    if (!this.current) await this.refresh();
+    if (this.recipient.type !== 'user') return null;
+    return overrideKeyOf(this.recipient.id, this.keys.encryption.secretKey);
   }
 
   /** Best-effort erasure of the keys held in memory. */

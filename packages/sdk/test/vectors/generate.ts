@@ -13,6 +13,8 @@ import {
   deriveRecoveryKeys,
   encodeParts,
   encryptSecretValue,
+  deriveOverrideKey,
+  encryptOverride,
   fingerprint,
   formatRecoveryKey,
   hkdfSha256,
@@ -243,6 +245,78 @@ function environmentKeyVectors() {
         deriveEnvironmentKey(projectKey, binding.project_id, binding.environment_id, binding.epoch),
       ),
     })),
+  };
+}
+
+function overrideVectors() {
+  const encryptionSecretKey = fixed('override owner x25519 secret key', 32);
+  const user_id = 'usr_owner';
+  const overrideKey = deriveOverrideKey(encryptionSecretKey, user_id);
+  const binding = { user_id, project_id: 'prj_1', environment_id: 'env_development' };
+  const values = [
+    { name: 'ascii', secret_name: 'DATABASE_URL', value: 'postgres://me@localhost/mine' },
+    { name: 'empty value', secret_name: 'EMPTY', value: '' },
+    { name: 'unicode', secret_name: 'GREETING', value: 'h\u00e9llo \u{1f510}' },
+  ];
+  return {
+    description:
+      'Personal override: override key = HKDF(X25519 secret key, empty salt, encodeParts([coffer/v1/override-key, user_id]), 32); ' +
+      '"v1.ov." nonce "." XChaCha20-Poly1305(UTF-8 value, AD = encodeParts([coffer/v1/override, user_id, project_id, environment_id, name])).',
+    encryption_secret_key: b64(encryptionSecretKey),
+    ...binding,
+    override_key: b64(overrideKey),
+    vectors: values.map(({ name, secret_name, value }, index) => {
+      const nonce = fixed(`override nonce ${index}`, 24);
+      return {
+        name,
+        secret_name,
+        nonce: b64(nonce),
+        value,
+        associated_data: b64(
+          encodeParts([
+            'coffer/v1/override',
+            user_id,
+            binding.project_id,
+            binding.environment_id,
+            secret_name,
+          ]),
+        ),
+        envelope: encryptOverride(
+          {
+            overrideKey,
+            userId: user_id,
+            projectId: binding.project_id,
+            environmentId: binding.environment_id,
+            name: secret_name,
+            value,
+          },
+          { nonce },
+        ),
+      };
+    }),
+    invalid: [
+      {
+        name: 'a secret envelope',
+        envelope: 'v1.xc20p.1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA',
+      },
+      {
+        name: 'unknown version',
+        envelope: 'v2.ov.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA',
+      },
+      {
+        name: 'short nonce',
+        envelope: 'v1.ov.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA',
+      },
+      {
+        name: 'short ciphertext',
+        envelope: 'v1.ov.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAA',
+      },
+      {
+        name: 'padding',
+        envelope: 'v1.ov.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA==',
+      },
+      { name: 'empty', envelope: '' },
+    ].map((entry) => ({ ...entry, error: 'invalid_envelope' })),
   };
 }
 
@@ -756,6 +830,7 @@ export async function buildVectors(): Promise<Record<string, unknown>> {
     'recovery-key.json': recoveryVectors(),
     'environment-key.json': environmentKeyVectors(),
     'envelope.json': envelopeVectors(),
+    'override.json': overrideVectors(),
     'grant.json': grantVectors(),
     'token.json': tokenVectors(),
     'introduction.json': introductionVectors(),

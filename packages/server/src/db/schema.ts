@@ -25,6 +25,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;
   idempotency_keys: IdempotencyKeyTable;
+  personal_overrides: PersonalOverrideTable;
 }
 
 export interface UserTable {
@@ -318,4 +319,17 @@ export interface WebhookAttemptTable {
   outcome: 'delivered' | 'failed';
   error: string | null;
   response_excerpt: string | null;
+}
+
+/** A member's own value for a name in an environment: an envelope only that member can open. */
+export interface PersonalOverrideTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  user_id: string;
+  name: string;
+  /** `v1.ov.<nonce>.<ciphertext>`, sealed by the member's client (CRYPTO.md). */
+  value: string;
+  created_at: string;
+  updated_at: string;
 }

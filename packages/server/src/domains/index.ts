@@ -12,6 +12,7 @@ import { tokensRoutes } from './tokens/tokens.routes.js';
 import { keyTrustRoutes } from './key-trust/key-trust.routes.js';
 import { membershipChainRoutes } from './membership-chain/membership-chain.routes.js';
 import { webhooksRoutes } from './webhooks/webhooks.routes.js';
+import { overridesRoutes } from './overrides/overrides.routes.js';
 import { eventsRoutes } from './events/events.routes.js';
 
 /** What a `/v1` route plugin is given: the services (and limits) it may call. */
@@ -33,5 +34,6 @@ export const V1_DOMAINS: DomainRoutes[] = [
   keyTrustRoutes,
   membershipChainRoutes,
   webhooksRoutes,
+  overridesRoutes,
   eventsRoutes,
 ];

@@ -20,7 +20,7 @@ export const headersOf = (caller: Caller | null): Record<string, string> =>
 export function as(
   t: TestApp,
   caller: Caller | null,
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   url: string,
   body?: unknown,
 ): Promise<TestResponse> {

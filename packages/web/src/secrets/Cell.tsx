@@ -1,4 +1,4 @@
-import { memo, useRef, type KeyboardEvent } from 'react';
+import { memo, useRef, useState, type KeyboardEvent } from 'react';
 import { copyText } from '../lib/clipboard';
 import { ago, formatDate } from '../lib/format';
 import type { SecretMeta } from './data';
@@ -17,6 +17,7 @@ import { useProjectContext } from '../pages/ProjectLayout';
 import { describeUser, useMemberDirectory } from '../lib/members';
 import { keyring } from '../lib/keyring';
 import { plaintext } from './plaintext';
+import { completionsFor, ReferenceText, useOverride, usePreview } from './references';
 import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
 import {
   CopyIcon,
@@ -78,6 +79,9 @@ export const Cell = memo(function Cell(props: CellProps) {
   const focused = useIsFocused(id);
   const exists = meta !== undefined || change?.kind === 'set';
   const label = `${name} in ${environmentName}`;
+  const current = canRead ? valueOf(environmentId, name, meta, change) : undefined;
+  const preview = usePreview(environmentId, name, current?.includes('${') ?? false);
+  const own = useOverride(environmentId, name);
 
   const state: 'added' | 'changed' | 'deleted' | null =
     change?.kind === 'delete' ? 'deleted' : change ? (meta ? 'changed' : 'added') : null;
@@ -98,6 +102,7 @@ export const Cell = memo(function Cell(props: CellProps) {
   if (editing) {
     content = (
       <CellEditor
+        environmentId={environmentId}
         label={`Value of ${label}`}
         initial={valueOf(environmentId, name, meta, change) ?? ''}
         onDone={(value) => {
@@ -134,7 +139,24 @@ export const Cell = memo(function Cell(props: CellProps) {
       </span>
     );
   } else if (shown && change?.kind !== 'delete') {
-    content = <span className="value mono">{valueOf(environmentId, name, meta, change)}</span>;
+    content =
+      own !== undefined ? (
+        <>
+          <span className="value mono override-value">{own}</span>
+          <span className="team-value mono">
+            team: <ReferenceText value={current ?? ''} ranges={preview?.ranges} />
+          </span>
+        </>
+      ) : (
+        <>
+          <span className="value mono">
+            <ReferenceText value={current ?? ''} ranges={preview?.ranges} />
+          </span>
+          {preview?.value != null ? (
+            <span className="preview mono">resolves to {preview.value}</span>
+          ) : null}
+        </>
+      );
   } else {
     content = (
       <span className="masked mono">
@@ -172,7 +194,23 @@ export const Cell = memo(function Cell(props: CellProps) {
           </span>
         ) : null}
         <span className={state === 'deleted' ? 'cell-content struck' : 'cell-content'}>
+          {own !== undefined && !editing ? (
+            <span
+              className="override-mark"
+              title="Your personal override: only you see it, and your reads use it (the team value is beside it when revealed)"
+            >
+              your value
+            </span>
+          ) : null}
           {content}
+          {preview?.reason && !editing ? (
+            <span className="reference-error" title={preview.reason}>
+              <span aria-hidden="true">⚠ </span>
+              {preview.reason.startsWith(`${name}: `)
+                ? preview.reason.slice(name.length + 2)
+                : preview.reason}
+            </span>
+          ) : null}
         </span>
         {conflict ? (
           <span
@@ -281,15 +319,38 @@ function CellMeta({ meta }: { meta: SecretMeta }) {
 
 /** The in-place editor: Enter saves to the staging area, Shift+Enter adds a line, Escape cancels. */
 function CellEditor({
+  environmentId,
   label,
   initial,
   onDone,
 }: {
+  environmentId: string;
   label: string;
   initial: string;
   onDone: (value: string | undefined) => void;
 }) {
   const done = useRef(false);
+  const editor = useRef<HTMLTextAreaElement>(null);
+  const [offer, setOffer] = useState<{ from: number; options: string[] } | null>(null);
+  const suggest = () => {
+    const area = editor.current;
+    if (!area) return;
+    const before = area.value.slice(0, area.selectionStart);
+    void completionsFor(environmentId, before).then((found) =>
+      setOffer(found && found.options.length > 0 ? found : null),
+    );
+  };
+  /** Puts a completion in place of what was typed after `${`. */
+  const accept = (option: string) => {
+    const area = editor.current;
+    if (!area || !offer) return;
+    const caret = area.selectionStart;
+    area.value = area.value.slice(0, offer.from) + option + area.value.slice(caret);
+    const at = offer.from + option.length;
+    area.setSelectionRange(at, at);
+    area.focus();
+    suggest();
+  };
   const finish = (value: string | undefined) => {
     if (done.current) return;
     done.current = true;
@@ -297,6 +358,11 @@ function CellEditor({
   };
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
     event.stopPropagation();
+    if (event.key === 'Tab' && offer) {
+      event.preventDefault();
+      accept(offer.options[0]!);
+      return;
+    }
     if (event.key === 'Escape') {
       event.preventDefault();
       finish(undefined);
@@ -308,17 +374,40 @@ function CellEditor({
     }
   };
   return (
-    <textarea
-      className="cell-editor mono"
-      aria-label={label}
-      defaultValue={initial}
-      rows={Math.min(6, initial.split('\n').length)}
-      spellCheck={false}
-      autoComplete="off"
-      autoFocus
-      onKeyDown={onKeyDown}
-      onBlur={(event) => finish(event.currentTarget.value)}
-    />
+    <>
+      <textarea
+        ref={editor}
+        className="cell-editor mono"
+        aria-label={label}
+        defaultValue={initial}
+        rows={Math.min(6, initial.split('\n').length)}
+        spellCheck={false}
+        autoComplete="off"
+        autoFocus
+        onKeyDown={onKeyDown}
+        onInput={suggest}
+        onBlur={(event) => finish(event.currentTarget.value)}
+      />
+      {offer ? (
+        <ul className="completions mono" aria-label="References you can insert (Tab: the first)">
+          {offer.options.slice(0, 8).map((option) => (
+            <li key={option}>
+              <button
+                type="button"
+                tabIndex={-1}
+                onMouseDown={(event) => {
+                  event.preventDefault();
+                  accept(option);
+                }}
+              >
+                {'${'}
+                {option}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </>
   );
 }
 

@@ -15,6 +15,7 @@ import { RevealButton } from '../ui/RevealButton';
 import { encryptFor, withCurrentEpoch } from './crypto';
 import { fetchCurrent, secretsKey, type SecretMeta } from './data';
 import { charDiff, type Piece } from './diff';
+import { usePreview } from './references';
 import { plaintext } from './plaintext';
 import { staged, useStagedSummary, type StagedChange } from './store';
 import './dialogs.css';
@@ -219,6 +220,7 @@ export function ReviewDialog({
                       key={name}
                       name={name}
                       environment={environment.name}
+                      environmentId={environment.id}
                       change={change}
                       meta={meta}
                       before={meta ? plaintext.get(environment.id, name, meta.version) : undefined}
@@ -332,6 +334,7 @@ const SAVE_KEY = /Mac|iPhone|iPad/.test(navigator.userAgent) ? '⌘+Enter' : 'Ct
 function ReviewItem({
   name,
   environment,
+  environmentId,
   change,
   meta,
   before,
@@ -340,6 +343,7 @@ function ReviewItem({
 }: {
   name: string;
   environment: string;
+  environmentId: string;
   change: StagedChange;
   meta: SecretMeta | undefined;
   before: string | undefined;
@@ -348,6 +352,8 @@ function ReviewItem({
 }) {
   const kind = change.kind === 'delete' ? 'deleted' : meta ? 'changed' : 'added';
   const after = change.kind === 'set' ? change.value : undefined;
+  // The raw text above, and what a program will read below it.
+  const preview = usePreview(environmentId, name, after?.includes('${') ?? false);
   const diff =
     shown && before !== undefined && after !== undefined ? charDiff(before, after) : null;
   const value = (text: string | undefined, pieces: Piece[] | undefined, absent: string) =>
@@ -390,6 +396,11 @@ function ReviewItem({
         <div>
           <div className="small muted">New</div>
           <code className="mono">{value(after, diff?.after, 'deleted')}</code>
+          {preview?.reason ? (
+            <div className="reference-error">{preview.reason}</div>
+          ) : preview?.value != null && shown ? (
+            <div className="preview mono">resolves to {preview.value}</div>
+          ) : null}
         </div>
       </div>
     </li>

@@ -21,6 +21,7 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
 import { useSecretsOf, type SecretMeta } from './data';
+import { loadOverrides, registerGrid } from './references';
 import { activeCell, cellId, editingCell, focusCell, focusedCell, hoveredCell } from './grid-state';
 import {
   bindProject,
@@ -88,6 +89,13 @@ export function SecretsPage() {
   const canWrite = canRead;
   const envs = useMemo(() => environments.data ?? [], [environments.data]);
   const secrets = useSecretsOf(project.id, envs, canRead, vault.isSuccess);
+  // References preview from what is on screen; the user's own overrides are marked.
+  useEffect(() => {
+    registerGrid(envs.map((env, i) => ({ id: env.id, slug: env.slug, secrets: secrets[i]?.data })));
+  });
+  useEffect(() => {
+    if (canRead && vault.isSuccess) void loadOverrides(project.id);
+  }, [canRead, vault.isSuccess, project.id]);
   const [filter, setFilter] = useState('');
   const [view, setView] = useState<View>({ kind: 'all' });
   const [undo, setUndo] = useState<[string, string, StagedChange][] | null>(null);

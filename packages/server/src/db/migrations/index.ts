@@ -7,6 +7,7 @@ import * as keyTrust from './2026-12-10-010-key-trust.js';
 import * as auditChainFunction from './2026-12-11-011-audit-chain-function.js';
 import * as membershipChain from './2026-12-12-012-membership-chain.js';
 import * as webhooks from './2026-12-20-013-webhooks.js';
+import * as personalOverrides from './2026-12-21-014-personal-overrides.js';
 import * as idempotencyKeys from './2026-12-22-015-idempotency-keys.js';
 
 // Numbers 003 and 006-009 are missing: no migration with them exists in this
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-12-11-011-audit-chain-function': auditChainFunction,
   '2026-12-12-012-membership-chain': membershipChain,
   '2026-12-20-013-webhooks': webhooks,
+  '2026-12-21-014-personal-overrides': personalOverrides,
   '2026-12-22-015-idempotency-keys': idempotencyKeys,
 };
 

@@ -22,6 +22,7 @@ import {
 import type { ProjectsService } from '../projects/projects.service.js';
 import type { TokensService } from '../tokens/tokens.service.js';
 import type { VaultService } from '../vault/vault.service.js';
+import type { OverridesService } from '../overrides/overrides.service.js';
 import {
   countActiveAdmins,
   countMembers,
@@ -60,6 +61,7 @@ type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
   projects: Pick<ProjectsService, 'findById' | 'markRekeyRecommended'>;
   tokens: Pick<TokensService, 'revokeAccountableTo'>;
   vault: Pick<VaultService, 'stateOf' | 'deleteUserGrants'>;
+  overrides: Pick<OverridesService, 'deleteUserOverrides'>;
 };
 
 export function membersService(ctx: Deps) {
@@ -68,6 +70,7 @@ export function membersService(ctx: Deps) {
     clock,
     config,
     wakeOutbox,
+    overrides,
     identity,
     projects,
     tokens,
@@ -335,6 +338,7 @@ export function membersService(ctx: Deps) {
         const now = clock.now();
         await deleteMember(trx, member.id);
         await vault.deleteUserGrants(trx, projectId, member.user_id);
+        await overrides.deleteUserOverrides(trx, projectId, member.user_id);
         const revoked = await tokens.revokeAccountableTo(
           trx,
           projectId,
