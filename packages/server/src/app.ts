@@ -28,6 +28,7 @@ import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
 import { V1_DOMAINS } from './domains/index.js';
 import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
 import { Metrics, registerMetrics } from './metrics.js';
+import { markProjectWrites } from './http/project-writes.js';
 
 export interface AppDeps extends Omit<Infrastructure, 'clock'> {
   clock?: Infrastructure['clock'];
@@ -130,6 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerParameterCoercion(app);
   registerTextCheck(app);
   const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
+  if (infra.changeTokens) markProjectWrites(app, infra.changeTokens);
   conventions = pipeline.onRequest;
   countAnonymous = pipeline.countAnonymous;
   // JSON is the only request body type; anything else is 415.
@@ -171,7 +173,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   if (metrics) {
-    registerMetrics(app, metrics, { ...infra, outbox: parts.outbox }, metricsToken);
+    registerMetrics(
+      app,
+      metrics,
+      {
+        ...infra,
+        outbox: parts.outbox,
+        readCaches: {
+          listing: infra.listingCache,
+          access: parts.services.secrets.caches.access,
+          secret: parts.services.secrets.caches.secret,
+          credential: parts.credentials,
+        },
+      },
+      metricsToken,
+    );
     metrics.gauge(
       'coffer_audit_buffer_events',
       'Audit events of token reads waiting in memory to be written',

@@ -108,17 +108,25 @@ type ForgetMessage = { credential: string } | { sessionsOf: string } | { all: tr
  * `shareCredentialInvalidation` connected it to Redis.
  */
 export class CredentialCache {
+  /** Lookups answered here, and not (read by the metrics). */
+  hits = 0;
+  misses = 0;
   private readonly entries = new Map<string, CachedCredential>();
   /** Set by `shareCredentialInvalidation`: publishes what this instance forgets. */
   publish: ((message: ForgetMessage) => void) | null = null;
 
   get(hash: string, nowMs: number): CachedCredential | undefined {
     const entry = this.entries.get(hash);
-    if (!entry) return undefined;
-    if (nowMs - entry.loadedAt >= CREDENTIAL_CACHE_TTL_MS || nowMs < entry.loadedAt) {
-      this.entries.delete(hash);
+    if (!entry) {
+      this.misses++;
       return undefined;
     }
+    if (nowMs - entry.loadedAt >= CREDENTIAL_CACHE_TTL_MS || nowMs < entry.loadedAt) {
+      this.entries.delete(hash);
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
     return entry;
   }
 
