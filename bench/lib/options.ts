@@ -29,7 +29,9 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
 
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
 read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
-http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list,
+http-list-secrets, http-read-secret (plain HTTP), scaled-list-secrets,
+scaled-list-secrets-304, scaled-read-secret (three instances behind HAProxy, with
+PostgreSQL and REDIS_URL; HAProxy from apt-get install haproxy), sdk-decrypt, sdk-list,
 coffer-run, rekey-1k, rekey-10k, rss; dashboard (all of the dashboard's rows:
 dashboard-first-load, dashboard-unlock, dashboard-argon2id, dashboard-unlock-rest,
 dashboard-grid-500x5, dashboard-grid-500x5-render, dashboard-reveal, dashboard-edit;

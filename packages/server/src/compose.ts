@@ -2,11 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import {
-  LocalChangeTokens,
-  RedisChangeTokens,
-  type ChangeTokens,
-} from './db/change-tokens.js';
+import { LocalChangeTokens, RedisChangeTokens, type ChangeTokens } from './db/change-tokens.js';
 import type { Db } from './db/database.js';
 import type { CredentialResolver } from './http/principal.js';
 import type { Infra } from './infra.js';

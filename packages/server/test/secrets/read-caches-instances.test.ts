@@ -77,7 +77,8 @@ const statementsOf = (text: string) => ({
 
 /** What the tests below need first: a real PostgreSQL for the processes to share. */
 async function prerequisites(redisUrl: string): Promise<string | null> {
-  if (!POSTGRES_URL) return 'A real PostgreSQL server shared by the processes (COFFER_TEST_DATABASE_URL)';
+  if (!POSTGRES_URL)
+    return 'A real PostgreSQL server shared by the processes (COFFER_TEST_DATABASE_URL)';
   if (!(await reachable(redisUrl))) return `Redis at ${redisUrl} (COFFER_TEST_REDIS_URL)`;
   return null;
 }
@@ -122,7 +123,8 @@ describe('read caches across server processes (PostgreSQL + Redis)', () => {
       call(instance, 'GET', secretsUrl(project, env.slug), admin),
       call(instance, 'GET', secretsUrl(project, env.slug, '/WARM'), admin),
     ];
-    for (const instance of instances) for (const r of reads(instance)) assert.equal((await r).status, 200);
+    for (const instance of instances)
+      for (const r of reads(instance)) assert.equal((await r).status, 200);
 
     for (const instance of instances) {
       // A scrape counts the outbox (two selects): measured, then left out.
@@ -165,16 +167,21 @@ describe('read caches across server processes (PostgreSQL + Redis)', () => {
       const version = (put.data as { data: { version: number } }).data.version;
       // Alternately the secret itself and the environment's listing.
       if (i % 2 === 0) {
-        const read = await call(reader, 'GET', secretsUrl(project, env.slug, '/ROTATED'), key.headers);
+        const read = await call(
+          reader,
+          'GET',
+          secretsUrl(project, env.slug, '/ROTATED'),
+          key.headers,
+        );
         if ((read.data as { data: { value: string } }).data.value !== value) {
           stale++;
           failures.push(`pair ${i}: read of the secret`);
         }
       } else {
         const list = await call(reader, 'GET', secretsUrl(project, env.slug), key.headers);
-        const listed = (list.data as { data: { name: string; version: number; value: string }[] }).data.find(
-          (s) => s.name === 'ROTATED',
-        );
+        const listed = (
+          list.data as { data: { name: string; version: number; value: string }[] }
+        ).data.find((s) => s.name === 'ROTATED');
         if (listed?.version !== version || listed.value !== value) {
           stale++;
           failures.push(`pair ${i}: listing has version ${listed?.version}, wrote ${version}`);
@@ -262,8 +269,7 @@ describe('read caches with Redis down: answers from the database, said once', ()
     await stopped;
 
     // B answers from the database, and says so once.
-    for (let i = 0; i < 5; i++)
-      assert.equal(await readOnB(), seal('first'));
+    for (let i = 0; i < 5; i++) assert.equal(await readOnB(), seal('first'));
     const during = await metrics(b);
     assert.equal(metricOf(during, 'coffer_read_cache_degraded'), 1);
     assert.ok(metricOf(during, 'coffer_read_cache_fallbacks_total') >= 5);
@@ -286,8 +292,7 @@ describe('read caches with Redis down: answers from the database, said once', ()
     }, 'writes to be accepted again');
     assert.equal(await readOnB(), seal('third'));
     await until(
-      async () =>
-        metricOf(await metrics(b), 'coffer_read_cache_degraded') === 0 ? true : null,
+      async () => (metricOf(await metrics(b), 'coffer_read_cache_degraded') === 0 ? true : null),
       'B to use Redis again',
     );
     assert.ok(

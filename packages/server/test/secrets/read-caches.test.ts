@@ -29,7 +29,9 @@ const metricsHeaders = { authorization: `Bearer ${METRICS_TOKEN}` };
 /** `coffer_db_statements_total` by kind, from an exposition text. */
 function statementsIn(text: string): { select: number; other: number } {
   const read = (kind: string) =>
-    Number(new RegExp(`^coffer_db_statements_total\\{kind="${kind}"\\} (\\d+)`, 'm').exec(text)?.[1]);
+    Number(
+      new RegExp(`^coffer_db_statements_total\\{kind="${kind}"\\} (\\d+)`, 'm').exec(text)?.[1],
+    );
   return { select: read('select'), other: read('other') };
 }
 
@@ -44,7 +46,10 @@ for (const dialect of DIALECTS) {
     let missing: string | null = null;
 
     before(async () => {
-      const env = { METRICS_TOKEN, REDIS_KEY_PREFIX: `coffer-test-${randomBytes(6).toString('hex')}:` };
+      const env = {
+        METRICS_TOKEN,
+        REDIS_KEY_PREFIX: `coffer-test-${randomBytes(6).toString('hex')}:`,
+      };
       if (dialect === 'postgres') {
         // On PostgreSQL the change tokens live in Redis; without it every read asks the database.
         if (!(await reachable(REDIS_URL))) {
@@ -104,7 +109,11 @@ for (const dialect of DIALECTS) {
       const list = () =>
         t.request({ method: 'GET', url: secretsUrl(project, env.slug), headers: admin });
       const read = () =>
-        t.request({ method: 'GET', url: secretsUrl(project, env.slug, '/API_URL'), headers: admin });
+        t.request({
+          method: 'GET',
+          url: secretsUrl(project, env.slug, '/API_URL'),
+          headers: admin,
+        });
       const valueOf = (res: { data: unknown }) =>
         (res.data as { data: { value: string } }).data.value;
 

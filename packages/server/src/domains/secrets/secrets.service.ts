@@ -73,10 +73,7 @@ interface ListingResult {
   countRead(): void;
 }
 
-interface SecretsServiceDeps extends Pick<
-  Infra,
-  'db' | 'clock' | 'listingCache' | 'changeTokens'
-> {
+interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache' | 'changeTokens'> {
   /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
   readAudit: AuditBuffer;
 }
