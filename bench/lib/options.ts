@@ -16,6 +16,8 @@ export interface BenchOptions {
   /** Runs of `coffer run -- true` (median reported). */
   cliRuns: number;
   logLevel: string;
+  /** Keep the run's directory (server logs, data) even when every scenario went well. */
+  keepLogs: boolean;
 }
 
 export const USAGE = `npm run bench -- [options] [scenario-filter…]
@@ -26,6 +28,8 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
   --backend=sqlite   only one backend (sqlite | postgres); postgres needs DATABASE_URL
   --seconds=N        measured seconds per HTTP scenario (default 10, quick 3)
   --log-level=L      server LOG_LEVEL (default info, the server's own default)
+  --keep-logs        keep the run's directory (server logs) even when all went well;
+                     it is always kept when a scenario had errors or timeouts
 
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
 read-secret, write-secret, members-list, rate-limited-429, unauthenticated-401,
@@ -70,7 +74,7 @@ export function parseFlags(
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
   const { flags, filters } = parseFlags(
     argv,
-    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level'],
+    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level', 'keep-logs'],
     USAGE,
   );
   const quick = flags.has('quick');
@@ -97,5 +101,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     connections: 50,
     cliRuns: quick ? 5 : 20,
     logLevel: flags.get('log-level') ?? 'info',
+    keepLogs: flags.has('keep-logs'),
   };
 }

@@ -93,10 +93,11 @@ function accepts(port: number): Promise<boolean> {
 
 /** Statements and transactions so far: the instances' own count and PostgreSQL's. */
 export interface StatementCount {
-  /** Sum of `coffer_db_statements_total` over the instances (every kind). */
-  statements: number;
-  /** `xact_commit + xact_rollback` of the database in `pg_stat_database`. */
-  transactions: number;
+  /** Sum of `coffer_db_statements_total` over the instances, by kind. */
+  select: number;
+  other: number;
+  /** `xact_commit + xact_rollback` of the database in `pg_stat_database` (PostgreSQL only). */
+  transactions: number | null;
   atMs: number;
 }
 
@@ -107,33 +108,41 @@ export interface StatementCount {
  */
 export async function statementCounter(
   metricsUrls: readonly string[],
-  databaseUrl: string,
+  databaseUrl: string | null,
 ): Promise<{ read(): Promise<StatementCount>; close(): Promise<void> }> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const client = databaseUrl ? new pg.Client({ connectionString: databaseUrl }) : null;
+  await client?.connect();
   const read = async (): Promise<StatementCount> => {
-    let statements = 0;
+    const counts = { select: 0, other: 0 };
     for (const url of metricsUrls) {
       const text = await (await fetch(url)).text();
-      for (const match of text.matchAll(/^coffer_db_statements_total\{[^}]*\} (\d+)/gm))
-        statements += Number(match[1]);
+      for (const match of text.matchAll(
+        /^coffer_db_statements_total\{kind="(select|other)"\} (\d+)/gm,
+      ))
+        counts[match[1] as 'select' | 'other'] += Number(match[2]);
     }
+    const atMs = performance.now();
+    if (!client) return { ...counts, transactions: null, atMs };
     const { rows } = await client.query<{ n: string }>(
       'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
     );
-    return { statements, transactions: Number(rows[0]?.n ?? 0), atMs: performance.now() };
+    return { ...counts, transactions: Number(rows[0]?.n ?? 0), atMs };
   };
-  return { read, close: () => client.end() };
+  return { read, close: async () => client?.end() };
 }
 
 /** Per second between two counts. */
 export function ratesBetween(
   from: StatementCount,
   to: StatementCount,
-): { statements: number; transactions: number } {
+): { select: number; other: number; transactions: number | null } {
   const seconds = (to.atMs - from.atMs) / 1000;
   return {
-    statements: (to.statements - from.statements) / seconds,
-    transactions: (to.transactions - from.transactions) / seconds,
+    select: (to.select - from.select) / seconds,
+    other: (to.other - from.other) / seconds,
+    transactions:
+      to.transactions === null || from.transactions === null
+        ? null
+        : (to.transactions - from.transactions) / seconds,
   };
 }

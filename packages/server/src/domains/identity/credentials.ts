@@ -1,6 +1,7 @@
 import { hash as digest, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
+import { SUBSCRIBER_OPTIONS } from '../../redis-options.js';
 import type { Kysely } from 'kysely';
 import { preparedQuery } from '../../db/prepared-query.js';
 import type { ApiKeyTable, Database } from '../../db/schema.js';
@@ -186,7 +187,7 @@ export function shareCredentialInvalidation(
   channel: string,
   onError: (err: unknown) => void = () => undefined,
 ): { subscribed: Promise<void>; close(): Promise<void> } {
-  const subscriber = redis.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+  const subscriber = redis.duplicate(SUBSCRIBER_OPTIONS);
   subscriber.on('error', () => undefined);
   subscriber.on('message', (from: string, payload: string) => {
     if (from !== channel) return;

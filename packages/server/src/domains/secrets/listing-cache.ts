@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { SUBSCRIBER_OPTIONS } from '../../redis-options.js';
 
 /** A serialized secret listing, ready to send as is. */
 export interface CachedListing {
@@ -78,10 +79,8 @@ export class ListingCache {
     this.channel = options.channel ?? 'coffer:listing-invalidations';
     this.onError = options.onError ?? (() => undefined);
     this.publisher = options.redis ?? null;
-    // A subscribing connection of its own that waits for Redis (and re-subscribes
-    // after a reconnect) however the shared client is tuned.
-    this.subscriber =
-      this.publisher?.duplicate({ lazyConnect: false, enableOfflineQueue: true }) ?? null;
+    // A subscribing connection of its own (see SUBSCRIBER_OPTIONS).
+    this.subscriber = this.publisher?.duplicate(SUBSCRIBER_OPTIONS) ?? null;
     this.subscribed = Promise.resolve();
     if (this.subscriber) {
       this.subscriber.on('message', (channel: string, message: string) => {
