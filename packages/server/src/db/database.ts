@@ -275,7 +275,7 @@ function cachedReads(reader: SqliteConnection, counts: StatementCounts): SqliteR
   };
 }
 
-/** How long a request waits for a free PostgreSQL connection before it fails (503). */
+/** How long a request waits for a free PostgreSQL connection before it fails (a 500, logged). */
 export const POOL_WAIT_MS = 10_000;
 
 /** Distinct SQL texts a pool prepares; beyond them (or for longer texts) statements are parsed each time. */
