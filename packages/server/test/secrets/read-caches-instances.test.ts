@@ -42,9 +42,22 @@ async function startInstance(t: TestApp, redisUrl: string, prefix: string): Prom
     METRICS_TOKEN,
     RATE_LIMIT_API_KEY: '1000000',
     RATE_LIMIT_SESSION: '1000000',
+    // The outbox is polled every 5 s by default (a select that is no read's);
+    // hourly here, so the counts below are the reads' own.
+    OUTBOX_POLL_MS: '3600000',
   });
   return { process, url: process.url.replace('//localhost:', '//127.0.0.1:') };
 }
+
+/** A JSON answer as these tests read it: a `data` envelope or a Form A error. */
+type Answer = {
+  data?: { value?: string; version?: number } & Array<{
+    name: string;
+    version: number;
+    value: string;
+  }>;
+  error?: { code: string };
+} | null;
 
 async function call(
   instance: Instance,
@@ -52,15 +65,16 @@ async function call(
   path: string,
   headers: Record<string, string>,
   body?: unknown,
-): Promise<{ status: number; data: any; text: string }> {
+): Promise<{ status: number; data: Answer; text: string }> {
   const res = await fetch(`${instance.url}${path}`, {
     method,
     headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
-  let data: unknown = null;
-  if (text && (res.headers.get('content-type') ?? '').includes('json')) data = JSON.parse(text);
+  let data: Answer = null;
+  if (text && (res.headers.get('content-type') ?? '').includes('json'))
+    data = JSON.parse(text) as Answer;
   return { status: res.status, data, text };
 }
 
@@ -123,27 +137,35 @@ describe('read caches across server processes (PostgreSQL + Redis)', () => {
       call(instance, 'GET', secretsUrl(project, env.slug), admin),
       call(instance, 'GET', secretsUrl(project, env.slug, '/WARM'), admin),
     ];
-    for (const instance of instances)
-      for (const r of reads(instance)) assert.equal((await r).status, 200);
-
     for (const instance of instances) {
+      // Warm right before counting: the first reads ask the database, and the
+      // session (cached 5 s) is fresh when the count starts.
+      for (const r of reads(instance)) assert.equal((await r).status, 200);
       // A scrape counts the outbox (two selects): measured, then left out.
-      const s0 = statementsOf(await metrics(instance));
-      const s1 = statementsOf(await metrics(instance));
-      const perScrape = s1.select - s0.select;
+      const s0 = await metrics(instance);
+      const s1 = await metrics(instance);
+      const perScrape = statementsOf(s1).select - statementsOf(s0).select;
       const started = Date.now();
       for (let i = 0; i < 25; i++)
         for (const r of reads(instance)) assert.equal((await r).status, 200);
       const elapsed = Date.now() - started;
-      const s2 = statementsOf(await metrics(instance));
-      // The session is looked up again once its 5 s credential cache expires:
-      // one select per 5 s however many reads, none in a burst shorter than that.
+      const s2 = await metrics(instance);
+      const selects = statementsOf(s2).select - statementsOf(s1).select - perScrape;
+      // Allowed: the session looked up again when its 5 s cache entry expires
+      // (none in a burst shorter than that), and a read whose Redis check failed
+      // on an overloaded machine (1 s command timeout) asks the database (at
+      // most 3 selects); those are counted, and must stay rare.
       const credentialReloads = Math.floor(elapsed / 5000);
+      const fallbacks =
+        metricOf(s2, 'coffer_read_cache_fallbacks_total') -
+        metricOf(s1, 'coffer_read_cache_fallbacks_total');
+      assert.ok(fallbacks <= 2, `${fallbacks} reads could not check Redis`);
       assert.ok(
-        s2.select - s1.select - perScrape <= credentialReloads,
-        `${s2.select - s1.select - perScrape} selects for 50 reads in ${elapsed} ms on ${instance.url}`,
+        selects <= credentialReloads + 3 * fallbacks,
+        `${selects} selects for 50 reads in ${elapsed} ms on ${instance.url} (${fallbacks} fallbacks)`,
       );
-      assert.ok(s2.other - s1.other <= credentialReloads + 1, 'no writes but a last-used stamp');
+      const others = statementsOf(s2).other - statementsOf(s1).other;
+      assert.ok(others <= credentialReloads + 1, 'no writes but a last-used stamp');
     }
   });
 
@@ -281,7 +303,7 @@ describe('read caches with Redis down: answers from the database, said once', ()
     // A write A cannot announce is refused before anything is written.
     const refused = await write('second');
     assert.equal(refused.status, 503, refused.text);
-    assert.equal(refused.data.error.code, 'service_unavailable');
+    assert.equal(refused.data?.error?.code, 'service_unavailable');
     assert.equal(await readOnB(), seal('first'));
 
     // Redis back (empty): writes go through and B sees them at once.

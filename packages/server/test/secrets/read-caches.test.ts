@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { DIALECTS, POSTGRES_URL } from '../support/db.js';
+import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { projectWithVault, envelope, type VaultProject } from '../support/vault.js';
 import { createToken, secretsUrl } from './fixtures.js';
-import {
-  ensureBuilt,
-  freePort,
-  reachable,
-  serviceMissing,
-  startServerProcess,
-  type ServerProcess,
-} from '../foundation/server-process.js';
+import { reachable, serviceMissing } from '../foundation/server-process.js';
 
 // Reads of an unchanged environment are answered without the database, on
 // every instance, and never with a value older than an acknowledged write.
@@ -49,6 +40,8 @@ for (const dialect of DIALECTS) {
       const env = {
         METRICS_TOKEN,
         REDIS_KEY_PREFIX: `coffer-test-${randomBytes(6).toString('hex')}:`,
+        // The outbox's poll (a select every 5 s) is no read's: hourly here.
+        OUTBOX_POLL_MS: '3600000',
       };
       if (dialect === 'postgres') {
         // On PostgreSQL the change tokens live in Redis; without it every read asks the database.
