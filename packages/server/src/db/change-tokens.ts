@@ -33,6 +33,9 @@ export interface ChangeTokens {
   readonly fallbacks: number;
 }
 
+/** Projects whose writes `LocalChangeTokens` counts before it starts over (memory stays bounded). */
+const MAX_LOCAL_PROJECTS = 100_000;
+
 /**
  * SQLite: one instance (or a few processes on one file), so the tokens live in
  * this process. A project's token is its count of writes here plus SQLite's
@@ -45,12 +48,14 @@ export class LocalChangeTokens implements ChangeTokens {
   readonly fallbacks = 0;
   private readonly generations = new Map<string, number>();
   private readonly writing = new Map<string, number>();
+  /** Part of every token: bumped when `generations` is cleared to keep it bounded. */
+  private epoch = 0;
 
   constructor(private readonly foreignCommits: () => number) {}
 
   current(projectId: string): string | null {
     if (this.writing.has(projectId)) return null;
-    return `${this.foreignCommits()}:${this.generations.get(projectId) ?? 0}`;
+    return `${this.foreignCommits()}:${this.epoch}:${this.generations.get(projectId) ?? 0}`;
   }
 
   async begin(projectId: string): Promise<() => Promise<void>> {
@@ -59,6 +64,11 @@ export class LocalChangeTokens implements ChangeTokens {
     return async () => {
       if (ended) return;
       ended = true;
+      if (this.generations.size >= MAX_LOCAL_PROJECTS) {
+        // Every project's token changes at once: their caches are read anew.
+        this.generations.clear();
+        this.epoch++;
+      }
       this.generations.set(projectId, (this.generations.get(projectId) ?? 0) + 1);
       const left = this.writing.get(projectId)! - 1;
       if (left === 0) this.writing.delete(projectId);

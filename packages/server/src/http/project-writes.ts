@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import type { ChangeTokens } from '../db/change-tokens.js';
+import { isId } from '../ids.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -24,7 +25,8 @@ export function markProjectWrites(app: FastifyInstance, tokens: ChangeTokens): v
   app.decorateRequest('endProjectWrite', null);
   const begin = async (request: FastifyRequest) => {
     const projectId = (request.params as { project_id?: unknown }).project_id;
-    if (typeof projectId !== 'string') return;
+    // No project can have a malformed id (the route answers 404): nothing to mark.
+    if (typeof projectId !== 'string' || !isId('project', projectId)) return;
     request.endProjectWrite = await tokens.begin(projectId);
   };
   const end: onSendHookHandler = async (request: FastifyRequest, _reply: FastifyReply, payload) => {
