@@ -13,14 +13,28 @@ import {
   type Tls,
 } from './lib/environment.js';
 import { LoadGenerator } from './lib/load.js';
-import { MB, measureLoad, type Timing } from './lib/measure.js';
+import { MB, measureLoad, type MeasureExtras, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
 import { findProfile, renderProfiles, summariseProfile, type Window } from './lib/profile.js';
 import { freePort, startProcess, terminateAll, type ServerProcess } from './lib/processes.js';
 import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
 import { createFixture, type Fixture } from './scenarios/fixture.js';
-import { HTTP_SCENARIOS, PLAIN_HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';
+import {
+  HTTP_SCENARIOS,
+  PLAIN_HTTP_SCENARIOS,
+  READ_SCENARIO_IDS,
+  SCALED_OUT_SCENARIOS,
+  type HttpScenario,
+} from './scenarios/http.js';
+import {
+  findHaproxy,
+  ratesBetween,
+  startBalancer,
+  statementCounter,
+  type Balancer,
+  type StatementCount,
+} from './lib/scale-out.js';
 import { CLIENT_SCENARIOS } from './scenarios/client.js';
 import { DASHBOARD_IDS, dashboardMissing, measureDashboard } from './scenarios/dashboard.js';
 import { FEED_IDS, measureFeed, STREAM_COUNT } from './scenarios/feed.js';
@@ -73,6 +87,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 const rows: Row[] = [];
 const profiles: string[] = [];
+/** Set when a scenario had errors or timeouts: the servers' logs are kept, whatever the exit code. */
+let keepLogs = options.keepLogs;
 const push = (row: Row) => {
   rows.push(row);
   say(`  ${describe(row)}`);
@@ -159,14 +175,30 @@ async function measureScenario(
   fixture: Fixture,
   backend: string,
   ceilings: Ceilings,
+  options: {
+    /** Where the load goes when not to `server` itself (a load balancer). */
+    url?: string;
+    extras?: MeasureExtras;
+    /** Every log the evidence of a stall would be in. */
+    logFiles?: readonly string[];
+  } = {},
 ): Promise<{ maxRssMiB: number; window: Window }> {
   const measured = await measureLoad(
     load,
     server,
-    scenario.plan(fixture, server.url),
+    scenario.plan(fixture, options.url ?? server.url),
     timing,
     scenario.title,
+    options.extras,
   );
+  const { errors, timeouts } = measured.result;
+  if (errors > 0 || timeouts > 0) {
+    // The evidence of a stall: keep the logs and say where they are.
+    keepLogs = true;
+    say(
+      `  ${scenario.title} [${backend}]: ${errors} errors, ${timeouts} timeouts; server log: ${(options.logFiles ?? [server.logFile]).join(', ')}`,
+    );
+  }
   const row: LoadRow = {
     kind: 'load',
     id: scenario.id,
@@ -249,6 +281,50 @@ async function measurePostgresAlone(backend: Backend): Promise<void> {
   });
 }
 
+/** Open statement counters (closed with their backend). */
+const counters = new Set<Awaited<ReturnType<typeof statementCounter>> | null>();
+/** The ceilings measured last (the scaled-out run compares with PostgreSQL's). */
+let lastCeilings: Ceilings | null = null;
+
+/**
+ * Reads `counter` as a measured run starts and ends, and reports the
+ * statements per second between: the servers' own count and PostgreSQL's
+ * transactions (each scrape adds the outbox gauges' two selects per instance).
+ */
+function countStatements(counter: Awaited<ReturnType<typeof statementCounter>>) {
+  let start: Promise<StatementCount> | null = null;
+  let end: Promise<StatementCount> | null = null;
+  return {
+    extras: {
+      onMeasuring: () => (start = counter.read()),
+      onMeasured: () => (end = counter.read()),
+    } satisfies MeasureExtras,
+    async report(scenario: HttpScenario, backend: string): Promise<void> {
+      if (!start || !end) return;
+      const rates = ratesBetween(await start, await end);
+      const row = rows.findLast((r) => r.kind === 'load' && r.id === scenario.id);
+      const rps = row?.kind === 'load' ? row.result.rps : 0;
+      push({
+        kind: 'value',
+        id: `${scenario.id}-statements`,
+        title: `statements during: ${scenario.title}`,
+        backend,
+        value: rates.select + rates.other,
+        unit: 'stmt/s',
+        detail:
+          `select ${rates.select.toFixed(1)}/s (${rps ? (rates.select / rps).toFixed(4) : '?'} per request), ` +
+          `other ${rates.other.toFixed(1)}/s (token reads' audit batches, last-used stamps); ` +
+          `the servers' count, incl. a scrape's 2 selects per instance` +
+          (rates.transactions === null
+            ? ''
+            : `; PostgreSQL: ${rates.transactions.toFixed(1)} transactions/s`),
+        target: null,
+        pass: null,
+      });
+    },
+  };
+}
+
 async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
@@ -258,6 +334,9 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   let maxLoadRssMiB = 0;
   let server: ServerProcess | null = null;
   try {
+    // Both backends with the metrics on (as operators run them), so neither pays
+    // for the per-request metrics hook alone; the statements are read from them.
+    const metricsPort = await freePort();
     server = await startCoffer({
       root,
       backend,
@@ -267,9 +346,15 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       extraEnv: {
         EVENTS_MAX_STREAMS_PER_CREDENTIAL: String(STREAM_COUNT),
         EVENTS_MAX_STREAMS: String(STREAM_COUNT * 2),
+        METRICS_PORT: String(metricsPort),
       },
       ...(profileDir ? { profileDir } : {}),
     });
+    const counter = await statementCounter(
+      [`http://127.0.0.1:${metricsPort}/metrics`],
+      backend.env.DATABASE_URL ?? null,
+    );
+    counters.add(counter);
     await new Promise((r) => setTimeout(r, 1000));
     const freshRssMiB = server.rssMiB();
     const fixture = await createFixture({ baseUrl: server.url, caFile: tls.certFile, say });
@@ -281,14 +366,19 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     const ceilings = httpScenarios.length
       ? await measureCeilings(false, name, fixture.listingBytes)
       : null;
+    if (ceilings) lastCeilings = ceilings;
     for (const scenario of httpScenarios) {
+      const counting =
+        counter && READ_SCENARIO_IDS.has(scenario.id) ? countStatements(counter) : null;
       const { maxRssMiB, window } = await measureScenario(
         scenario,
         server,
         fixture,
         name,
         ceilings!,
+        counting ? { extras: counting.extras } : {},
       );
+      if (counting) await counting.report(scenario, name);
       windows.push(window);
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
@@ -357,6 +447,8 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       );
     rss('rss-peak', 'server RSS, peak of the run', server.peakRssMiB(), 'VmHWM, incl. setup', null);
   } finally {
+    for (const counter of counters) await counter?.close();
+    counters.clear();
     await server?.stop();
     await backend.dispose();
     backends.delete(backend);
@@ -364,6 +456,88 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   if (profileDir) {
     const file = findProfile(profileDir, join(resultsDir, `server-${name}.cpuprofile`));
     if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
+  }
+}
+
+/**
+ * Three instances on one PostgreSQL and one Redis behind HAProxy (TCP, TLS
+ * passed through): the reads' req/s and the statements PostgreSQL runs for
+ * them. On a 2-core machine req/s cannot grow with instances (they share the
+ * cores with each other, the database and the load generator); what shows
+ * that reads scale out is how few statements each one costs.
+ */
+async function runScaledOut(): Promise<void> {
+  const title = 'PostgreSQL + Redis, three instances behind HAProxy';
+  say(`\n${title}:`);
+  const haproxy = findHaproxy();
+  if (!haproxy) {
+    say('  skipped: haproxy not installed (Debian: apt-get update && apt-get install haproxy)');
+    return;
+  }
+  if (!process.env.REDIS_URL) {
+    say('  skipped: REDIS_URL is not set (instances share their caches through Redis)');
+    return;
+  }
+  const dir = join(workDir, 'scaled');
+  mkdirSync(dir, { recursive: true });
+  const backend = await prepareBackend('postgres', dir, process.env);
+  backends.add(backend);
+  const instances: ServerProcess[] = [];
+  let balancer: Balancer | null = null;
+  let counter: Awaited<ReturnType<typeof statementCounter>> | null = null;
+  try {
+    const port = await freePort();
+    const metricsPorts: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const metricsPort = await freePort();
+      metricsPorts.push(metricsPort);
+      instances.push(
+        await startCoffer({
+          root,
+          backend,
+          tls,
+          logLevel: options.logLevel,
+          extraEnv: {
+            PUBLIC_URL: `https://127.0.0.1:${port}`,
+            METRICS_PORT: String(metricsPort),
+          },
+        }),
+      );
+    }
+    balancer = await startBalancer(
+      haproxy,
+      port,
+      instances.map((i) => Number(new URL(i.url).port)),
+      dir,
+    );
+    const url = `https://127.0.0.1:${port}`;
+    counter = await statementCounter(
+      metricsPorts.map((p) => `http://127.0.0.1:${p}/metrics`),
+      backend.env.DATABASE_URL!,
+    );
+    const fixture = await createFixture({ baseUrl: url, caFile: tls.certFile, say });
+    const ceilings =
+      lastCeilings ?? (await measureCeilings(false, 'postgres ×3', fixture.listingBytes));
+    const logFiles = [...instances.map((i) => i.logFile), balancer.logFile];
+    for (const scenario of SCALED_OUT_SCENARIOS) {
+      if (!selected(scenario.id)) continue;
+      const counting = countStatements(counter);
+      await measureScenario(scenario, instances[0]!, fixture, 'postgres ×3', ceilings, {
+        url,
+        logFiles,
+        extras: {
+          ...counting.extras,
+          alsoServerPids: [...instances.slice(1).map((i) => i.pid), balancer.pid],
+        },
+      });
+      await counting.report(scenario, 'postgres ×3');
+    }
+  } finally {
+    await counter?.close();
+    await balancer?.stop();
+    await Promise.all(instances.map((i) => i.stop()));
+    await backend.dispose();
+    backends.delete(backend);
   }
 }
 
@@ -435,6 +609,8 @@ const BACKEND_IDS = [
 let exitCode = 0;
 try {
   if (BACKEND_IDS.some(selected)) for (const backend of options.backends) await runBackend(backend);
+  if (options.backends.includes('postgres') && SCALED_OUT_SCENARIOS.some((s) => selected(s.id)))
+    await runScaledOut();
   if (!options.quick && PLAIN_HTTP_SCENARIOS.some((s) => selected(s.id))) await runPlainHttp();
   if (DASHBOARD_IDS.some(selected)) await runDashboard();
 } catch (err) {
@@ -475,6 +651,9 @@ const report = {
 };
 writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
 if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-if (exitCode === 0) rmSync(workDir, { recursive: true, force: true });
-else say(`server logs kept in ${workDir}`);
+if (exitCode === 0 && !keepLogs) rmSync(workDir, { recursive: true, force: true });
+else
+  say(
+    `server logs kept in ${workDir}${keepLogs ? ' (a scenario had errors or timeouts; see above)' : ''}`,
+  );
 process.exit(exitCode);

@@ -57,20 +57,26 @@ export interface CpuUse {
 }
 
 /**
- * Starts accounting CPU time of the server, the load generator and the bench
- * itself against the whole machine; `stop()` returns the use in cores.
+ * Starts accounting CPU time of the server (several processes: instances and
+ * their load balancer), the load generator and the bench itself against the
+ * whole machine; `stop()` returns the use in cores.
  */
-export function startCpuAccounting(serverPid: number, loadPid: number): { stop(): CpuUse } {
+export function startCpuAccounting(
+  serverPids: number | readonly number[],
+  loadPid: number,
+): { stop(): CpuUse } {
+  const pids = typeof serverPids === 'number' ? [serverPids] : serverPids;
+  const serverTicks = () => pids.reduce((sum, pid) => sum + processTicks(pid), 0);
   const started = performance.now();
   const machine0 = machineBusyTicks();
-  const server0 = processTicks(serverPid);
+  const server0 = serverTicks();
   const load0 = processTicks(loadPid);
   const self0 = processTicks(process.pid);
   const database0 = databaseTicks();
   return {
     stop() {
       const seconds = (performance.now() - started) / 1000;
-      const server = processTicks(serverPid) - server0;
+      const server = serverTicks() - server0;
       const load = processTicks(loadPid) - load0;
       const self = processTicks(process.pid) - self0;
       const database = databaseTicks() - database0;

@@ -9,6 +9,15 @@ export interface Timing {
   seconds: number;
 }
 
+/** What else a measurement watches: more processes of the server, a counter read at both ends. */
+export interface MeasureExtras {
+  /** Processes whose CPU counts as the server's besides `server` (other instances, a load balancer). */
+  alsoServerPids?: readonly number[];
+  /** Called as the measured run starts and once it ends (e.g. to read statement counters). */
+  onMeasuring?: () => void;
+  onMeasured?: () => void;
+}
+
 /**
  * Runs one load plan against a server while sampling its RSS every 250 ms.
  * Returns the result, the largest RSS seen and the profile window of the run.
@@ -19,7 +28,9 @@ export async function measureLoad(
   plan: Omit<LoadPlan, keyof Timing>,
   timing: Timing,
   label: string,
+  extras: MeasureExtras = {},
 ): Promise<{ result: LoadResult; cpu: CpuUse; maxRssMiB: number; window: Window }> {
+  const pids = [server.pid, ...(extras.alsoServerPids ?? [])];
   let maxRssMiB = server.rssMiB();
   const sampler = setInterval(() => {
     try {
@@ -29,13 +40,15 @@ export async function measureLoad(
     }
   }, 250);
   let measuredFromUs = nowUs();
-  let cpu = startCpuAccounting(server.pid, load.pid);
+  let cpu = startCpuAccounting(pids, load.pid);
   try {
     // CPU use and the profile window cover the measured run only, not the warm-up.
     const result = await load.run({ ...plan, ...timing }, () => {
       measuredFromUs = nowUs();
-      cpu = startCpuAccounting(server.pid, load.pid);
+      cpu = startCpuAccounting(pids, load.pid);
+      extras.onMeasuring?.();
     });
+    extras.onMeasured?.();
     return {
       result,
       cpu: cpu.stop(),

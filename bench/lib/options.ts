@@ -18,6 +18,8 @@ export interface BenchOptions {
   logLevel: string;
   /** Size of the generated tree of the scan scenarios. */
   scanMegabytes: number;
+  /** Keep the run's directory (server logs, data) even when every scenario went well. */
+  keepLogs: boolean;
 }
 
 export const USAGE = `npm run bench -- [options] [scenario-filter…]
@@ -29,11 +31,15 @@ export const USAGE = `npm run bench -- [options] [scenario-filter…]
   --seconds=N        measured seconds per HTTP scenario (default 10, quick 3)
   --log-level=L      server LOG_LEVEL (default info, the server's own default)
   --scan-mb=N        size of the scan scenarios' generated tree (default 500, quick 50)
+  --keep-logs        keep the run's directory (server logs) even when all went well;
+                     it is always kept when a scenario had errors or timeouts
 
 Scenario filters are substrings of scenario ids: list-secrets, list-secrets-304,
 read-secret, write-secret, write-secret-keyed (the same writes with a new
 Idempotency-Key each; its ratio to write-secret is reported), members-list, rate-limited-429, unauthenticated-401,
-http-list-secrets, http-read-secret (plain HTTP), sdk-decrypt, sdk-list, sdk-resolve-10k,
+http-list-secrets, http-read-secret (plain HTTP), scaled-list-secrets,
+scaled-list-secrets-304, scaled-read-secret (three instances behind HAProxy, with
+PostgreSQL and REDIS_URL; HAProxy from apt-get install haproxy), sdk-decrypt, sdk-list, sdk-resolve-10k,
 coffer-run, coffer-run-references, rekey-1k, rekey-10k, rss; feed (the change feed's rows: feed-fanout,
 feed-idle-memory, feed-listing: 1,000 event streams on the instance); scan (coffer
 scan: scan-files-10, scan-files, scan-files-10k, scan-flat, scan-history, scan-hook);
@@ -75,7 +81,7 @@ export function parseFlags(
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
   const { flags, filters } = parseFlags(
     argv,
-    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level', 'scan-mb'],
+    ['quick', 'json', 'profile', 'backend', 'seconds', 'log-level', 'scan-mb', 'keep-logs'],
     USAGE,
   );
   const quick = flags.has('quick');
@@ -106,5 +112,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     cliRuns: quick ? 5 : 20,
     logLevel: flags.get('log-level') ?? 'info',
     scanMegabytes,
+    keepLogs: flags.has('keep-logs'),
   };
 }

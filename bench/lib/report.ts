@@ -34,7 +34,7 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | 'MB/s' | '×' | '%';
+  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | 'MB/s' | '×' | '%' | 'stmt/s';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
@@ -57,7 +57,9 @@ const fmtNum = (n: number, unit: string) =>
       ? n.toFixed(1)
       : unit === 'tx/s' || unit === 'MB/s'
         ? fmtInt(n)
-        : n.toFixed(2);
+        : unit === 'stmt/s'
+          ? n.toFixed(1)
+          : n.toFixed(2);
 
 export const targets = {
   list: {

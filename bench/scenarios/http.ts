@@ -129,3 +129,18 @@ export const PLAIN_HTTP_SCENARIOS: HttpScenario[] = [
   { ...listSecrets, id: 'http-list-secrets', title: `${listSecrets.title} (plain HTTP)` },
   { ...readSecret, id: 'http-read-secret', title: `${readSecret.title} (plain HTTP)` },
 ];
+
+/** The reads measured again on three instances behind a load balancer (PostgreSQL + Redis). */
+export const SCALED_OUT_SCENARIOS: HttpScenario[] = [
+  listSecrets,
+  listSecretsNotModified,
+  readSecret,
+].map((s) => ({ ...s, id: `scaled-${s.id}`, title: `${s.title}, 3 instances` }));
+
+/** The read scenarios, whose database statements per second the PostgreSQL runs report. */
+export const READ_SCENARIO_IDS = new Set([
+  listSecrets.id,
+  listSecretsNotModified.id,
+  readSecret.id,
+  ...SCALED_OUT_SCENARIOS.map((s) => s.id),
+]);

@@ -31,6 +31,7 @@ import { V1_DOMAINS } from './domains/index.js';
 import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
 import { Metrics, registerMetrics } from './metrics.js';
 import { notifyAfterWrites } from './domains/events/after-write.js';
+import { markProjectWrites } from './http/project-writes.js';
 
 export interface AppDeps extends Omit<Infrastructure, 'clock'> {
   clock?: Infrastructure['clock'];
@@ -140,6 +141,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerParameterCoercion(app);
   registerTextCheck(app);
   const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
+  if (infra.changeTokens) markProjectWrites(app, infra.changeTokens);
   conventions = pipeline.onRequest;
   countAnonymous = pipeline.countAnonymous;
   registerIdempotency(app, parts);
@@ -184,7 +186,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   if (metrics) {
-    registerMetrics(app, metrics, { ...infra, outbox: parts.outbox }, metricsToken);
+    registerMetrics(
+      app,
+      metrics,
+      {
+        ...infra,
+        outbox: parts.outbox,
+        readCaches: {
+          listing: infra.listingCache,
+          access: parts.services.secrets.caches.access,
+          secret: parts.services.secrets.caches.secret,
+          credential: parts.credentials,
+        },
+      },
+      metricsToken,
+    );
     metrics.gauge(
       'coffer_audit_buffer_events',
       'Audit events of token reads waiting in memory to be written',

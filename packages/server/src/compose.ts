@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { claimedClock, type Clock } from './clock.js';
 import { unclaimed } from './db/write-claims.js';
 import type { Config } from './config.js';
+import { LocalChangeTokens, RedisChangeTokens, type ChangeTokens } from './db/change-tokens.js';
 import type { Db } from './db/database.js';
 import type { CredentialResolver } from './http/principal.js';
 import type { Infra } from './infra.js';
@@ -62,7 +63,8 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
       ...(redis ? { redis, channel: `${config.redisKeyPrefix}listings` } : {}),
       onError: (err) => log.warn({ err }, 'listing cache: Redis invalidation failed'),
     });
-  const infra: Infra = { config, db, clock, listingCache };
+  const changeTokens = changeTokensFor(db, redis ?? null, config.redisKeyPrefix, log);
+  const infra: Infra = { config, db, clock, listingCache, changeTokens };
 
   // State of the app (never of a module): resolved credentials, the outbox
   // worker, read audits waiting to be written, the invitation expiry sweep.
@@ -172,6 +174,28 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
       await credentialSharing?.close();
     },
   };
+}
+
+/**
+ * Where the change tokens live (`db/change-tokens.ts`): in this process on
+ * SQLite, in Redis on PostgreSQL with Redis, nowhere on PostgreSQL alone.
+ */
+function changeTokensFor(
+  db: Db,
+  redis: Redis | null,
+  prefix: string,
+  log: FastifyBaseLogger,
+): ChangeTokens | null {
+  if (db.foreignCommits) return new LocalChangeTokens(db.foreignCommits);
+  if (!redis) return null;
+  return new RedisChangeTokens(redis, `${prefix}changes:`, {
+    onDegraded: (err) =>
+      log.warn(
+        { err },
+        'read caches: Redis unreachable; reads ask the database and writes to projects are refused (503) until it is back',
+      ),
+    onRecovered: () => log.warn('read caches: Redis is reachable again; cached reads resume'),
+  });
 }
 
 type Composition = ReturnType<typeof compose>;

@@ -1,5 +1,6 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import type { ChangeTokens } from './db/change-tokens.js';
 import type { Db } from './db/database.js';
 import type { ListingCache } from './domains/secrets/listing-cache.js';
 
@@ -13,4 +14,10 @@ export interface Infra {
   clock: Clock;
   /** Serialized environment listings (shared over Redis when configured). */
   listingCache: ListingCache;
+  /**
+   * When a project's cached reads are still valid: in this process on SQLite,
+   * in Redis on PostgreSQL with Redis; null on PostgreSQL alone (every read
+   * asks the database, as any number of instances could be writing).
+   */
+  changeTokens: ChangeTokens | null;
 }

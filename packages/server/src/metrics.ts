@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RedisChangeTokens, type ChangeTokens } from './db/change-tokens.js';
 import type { Db } from './db/database.js';
 import { AppError } from './errors.js';
 import { RateLimitedError } from './http/pipeline.js';
@@ -104,6 +105,31 @@ export class Metrics {
     });
   }
 
+  /** Running totals kept elsewhere, one per label value, read at scrape time. */
+  labelledCounter(
+    name: string,
+    help: string,
+    label: string,
+    read: () => Record<string, number>,
+  ): void {
+    new Counter({
+      name,
+      help,
+      labelNames: [label],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [value, n] of Object.entries(read())) this.inc({ [label]: value }, n);
+      },
+    });
+  }
+
+  /** A histogram of values observed by the caller. */
+  histogram(name: string, help: string, buckets: number[]): (value: number) => void {
+    const histogram = new Histogram({ name, help, buckets, registers: [this.registry] });
+    return (value) => histogram.observe(value);
+  }
+
   /** The exposition text and its content type. */
   async scrape(): Promise<{ body: string; contentType: string }> {
     return { body: await this.registry.metrics(), contentType: this.registry.contentType };
@@ -151,11 +177,19 @@ export function registerMetrics(
   );
 }
 
+interface CacheCounts {
+  readonly hits: number;
+  readonly misses: number;
+}
+
 /** The parts of an app whose state the metrics read. */
 interface ObservedParts {
   db: Db;
-  listingCache: { readonly hits: number; readonly misses: number };
+  listingCache: CacheCounts;
   outbox: { readonly deliveryFailures: number };
+  /** Every cache of the read path, by name (`listing`, `access`, `secret`, `credential`). */
+  readCaches: Record<string, CacheCounts>;
+  changeTokens: ChangeTokens | null;
 }
 
 /** What the app's parts keep: the listing cache, the outbox, the database pool, refusals. */
@@ -174,6 +208,49 @@ function observeContext(app: FastifyInstance, metrics: Metrics, ctx: ObservedPar
     'Secret listings built from the database (not cached)',
     () => cache.misses,
   );
+  const caches = Object.entries(ctx.readCaches);
+  const byCache = (count: (c: CacheCounts) => number) => () =>
+    Object.fromEntries(caches.map(([name, c]) => [name, count(c)]));
+  metrics.labelledCounter(
+    'coffer_read_cache_hits_total',
+    'Lookups of the read path answered from a cache, by cache (listing, access, secret, credential)',
+    'cache',
+    byCache((c) => c.hits),
+  );
+  metrics.labelledCounter(
+    'coffer_read_cache_misses_total',
+    'Lookups of the read path that asked the database, by cache',
+    'cache',
+    byCache((c) => c.misses),
+  );
+  const statements = ctx.db.statements;
+  metrics.labelledCounter(
+    'coffer_db_statements_total',
+    'Statements run on the database, by kind (select; other: writes, begin, commit, locks)',
+    'kind',
+    () => ({ select: statements.select, other: statements.other }),
+  );
+  const tokens = ctx.changeTokens;
+  if (tokens) {
+    metrics.gauge(
+      'coffer_read_cache_degraded',
+      '1 while the change tokens cannot be read (Redis unreachable): reads ask the database, writes to projects are refused',
+      () => (tokens.degraded ? 1 : 0),
+    );
+    metrics.counter(
+      'coffer_read_cache_fallbacks_total',
+      'Reads that asked the database because the change tokens could not be read (Redis unreachable)',
+      () => tokens.fallbacks,
+    );
+  }
+  if (tokens instanceof RedisChangeTokens) {
+    const observe = metrics.histogram(
+      'coffer_change_seen_lag_seconds',
+      "Time from a write's end on any instance to the first read on this one that met its new change token",
+      [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300],
+    );
+    tokens.onTokenSeen = (lagMs) => observe(lagMs / 1000);
+  }
   const db = ctx.db;
   const outboxCount = async (status: 'pending' | 'failed') =>
     Number(

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { SUBSCRIBER_OPTIONS } from './redis-options.js';
 
 /** A subscription to one Redis pub/sub channel, on a connection of its own. */
 export interface ChannelListener {
@@ -19,7 +20,7 @@ export function listenOnChannel(
   onMessage: (message: string) => void,
   onError: (err: unknown) => void,
 ): ChannelListener {
-  const subscriber = redis.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+  const subscriber = redis.duplicate(SUBSCRIBER_OPTIONS);
   subscriber.on('message', (from: string, message: string) => {
     if (from === channel) onMessage(message);
   });

@@ -8,6 +8,7 @@ import {
   sql,
   type Dialect,
   type KyselyConfig,
+  type LogEvent,
   type PostgresPool,
   type PostgresPoolClient,
   type SqliteDatabase,
@@ -31,7 +32,37 @@ export interface Db {
   ping(): Promise<void>;
   /** PostgreSQL: the pool's connections (for the metrics). */
   poolCounts?(): { total: number; idle: number; waiting: number };
+  /** Statements sent to the database since it was opened (for the metrics). */
+  readonly statements: StatementCounts;
+  /**
+   * SQLite: `PRAGMA data_version` of the writing connection, which changes
+   * whenever another connection (another process) commits, never for this
+   * connection's own commits. What `LocalChangeTokens` checks on every read.
+   */
+  foreignCommits?(): number;
   close(): Promise<void>;
+}
+
+/**
+ * Statements run on the database: reads (`select`) and everything else
+ * (writes, `begin`, `commit`, locks). On SQLite a read answered from the
+ * reader's results (`cachedReads`) is not a statement; the `PRAGMA
+ * data_version` checks are not counted either (they read a counter in memory).
+ */
+export interface StatementCounts {
+  select: number;
+  other: number;
+}
+
+/** Kysely's `log`, counting every statement it executes. */
+function countingStatements(counts: StatementCounts): (event: LogEvent) => void {
+  return (event) => {
+    const text = event.query.sql;
+    let i = 0;
+    while (text.charCodeAt(i) <= 32) i++;
+    if (text.slice(i, i + 6).toLowerCase() === 'select') counts.select++;
+    else counts.other++;
+  };
 }
 
 type DatabaseTarget =
@@ -65,13 +96,20 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     sqlite.exec('PRAGMA busy_timeout = 5000');
     const reader = openSqlite(target.file, { readonly: true });
     reader.exec('PRAGMA busy_timeout = 5000');
+    const statements: StatementCounts = { select: 0, other: 0 };
     const kysely = new SqliteKysely(
-      { dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) },
-      cachedReads(reader),
+      {
+        dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+        log: countingStatements(statements),
+      },
+      cachedReads(reader, statements),
     );
+    const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
     return {
       kysely,
       dialect: 'sqlite',
+      statements,
+      foreignCommits: () => Number(dataVersion.get()),
       ping: async () => {
         sqlite.prepare('select 1').get();
       },
@@ -87,17 +125,23 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     const pool = new pg.Pool({
       connectionString: target.url,
       max: target.maxConnections ?? DEFAULT_DATABASE_POOL_SIZE,
+      // Waiting for a free connection (every one busy, or PostgreSQL not
+      // answering) fails the request after this long instead of holding it,
+      // and everything queued behind it, forever.
+      connectionTimeoutMillis: POOL_WAIT_MS,
     });
     // An idle pooled connection that the server ends (restart, failover, admin
     // termination) is emitted here; unhandled it would crash the process. The
     // pool drops that connection and opens a new one for the next query, and a
     // query that fails meanwhile surfaces as that request's 500.
     pool.on('error', () => undefined);
+    const statements: StatementCounts = { select: 0, other: 0 };
     const kysely = new ClaimingKysely({
       dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
+      log: countingStatements(statements),
     });
     return {
-      ...postgresDb(kysely),
+      ...postgresDb(kysely, statements),
       poolCounts: () => ({
         total: pool.totalCount,
         idle: pool.idleCount,
@@ -105,8 +149,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
       }),
     };
   }
-  const kysely = new ClaimingKysely({ dialect: target.dialect });
-  const db = postgresDb(kysely);
+  const statements: StatementCounts = { select: 0, other: 0 };
+  const kysely = new ClaimingKysely({
+    dialect: target.dialect,
+    log: countingStatements(statements),
+  });
+  const db = postgresDb(kysely, statements);
   return {
     ...db,
     close: async () => {
@@ -233,7 +281,7 @@ function charsIn(rows: readonly object[]): number {
  * query would return now, at the cost of that one pragma instead of the
  * query's index searches. Rows are frozen: callers share them.
  */
-function cachedReads(reader: SqliteConnection): SqliteReader {
+function cachedReads(reader: SqliteConnection, counts: StatementCounts): SqliteReader {
   const statement = statementCache(reader);
   const version = reader.prepare('PRAGMA data_version').pluck();
   let seen: unknown = null;
@@ -253,6 +301,7 @@ function cachedReads(reader: SqliteConnection): SqliteReader {
     const key = JSON.stringify(values);
     let rows = bySql.get(key);
     if (!rows) {
+      counts.select++;
       const read = statement(sql).all(values) as object[];
       rows = Object.freeze(read.map((r) => Object.freeze(r)));
       bySql.set(key, rows);
@@ -262,6 +311,9 @@ function cachedReads(reader: SqliteConnection): SqliteReader {
     return rows;
   };
 }
+
+/** How long a request waits for a free PostgreSQL connection before it fails (a 500, logged). */
+export const POOL_WAIT_MS = 10_000;
 
 /** Distinct SQL texts a pool prepares; beyond them (or for longer texts) statements are parsed each time. */
 const MAX_PREPARED_TEXTS = 1000;
@@ -312,10 +364,11 @@ function preparingStatements(pool: pg.Pool): PostgresPool {
   };
 }
 
-function postgresDb(kysely: Kysely<Database>): Db {
+function postgresDb(kysely: Kysely<Database>, statements: StatementCounts): Db {
   return {
     kysely,
     dialect: 'postgres',
+    statements,
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

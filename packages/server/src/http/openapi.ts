@@ -165,7 +165,7 @@ export function documentErrorResponses<T>(document: T): T {
       add(
         '5XX',
         errorResponse(
-          '`internal_error` (quote `request_id` when reporting it) or `service_unavailable` (the database is not reachable)',
+          '`internal_error` (quote `request_id` when reporting it) or `service_unavailable` (the database is not reachable; or, for a write to a project on instances sharing Redis, Redis is not: nothing was written, retry)',
         ),
       );
       // Statuses in order, the ranges after them.

@@ -49,13 +49,21 @@ class CurrentWindows<V extends { readonly window: number }> {
   private readonly entries = new Map<string, V>();
   private sweptBefore = 0;
 
-  /** `key`'s state in `window`, made by `fresh` when it has none there yet. */
+  /**
+   * `key`'s state in `window`, made by `fresh` when it has none there yet. A
+   * request from an earlier window (it waited across the minute) gets the
+   * newer window's state and counts there: replacing the newer state with an
+   * older one let two windows' requests knock each other's Redis lease out
+   * forever, each reserving again and never serving (the PostgreSQL + Redis
+   * benchmark's stall).
+   */
   get(key: string, window: number, fresh: () => V): V {
     if (window > this.sweptBefore) {
       for (const [k, entry] of this.entries) if (entry.window < window) this.entries.delete(k);
       this.sweptBefore = window;
     }
     let entry = this.entries.get(key);
+    if (entry && entry.window > window) return entry;
     if (!entry || entry.window !== window) {
       entry = fresh();
       this.entries.set(key, entry);

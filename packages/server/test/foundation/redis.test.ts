@@ -241,6 +241,25 @@ describe('Redis counters reserved in leases (one store per server instance)', ()
     await store.close();
   });
 
+  it('requests of two windows in flight at once are all answered', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+    // A request that started in one minute and waits for a reservation while the
+    // next minute's first request arrives: each used to replace the other's
+    // lease, reserve again and never answer (the benchmark's stall).
+    const { store } = instance();
+    const requests = [
+      consume(store, 'key:edge', 1000, WINDOW, NOW),
+      consume(store, 'key:edge', 1000, WINDOW, NOW + WINDOW * 1000),
+      consume(store, 'key:edge', 1000, WINDOW, NOW),
+    ];
+    const answered = await Promise.race([
+      Promise.all(requests).then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), 5000)),
+    ]);
+    assert.equal(answered, true, 'every request answered within 5 s');
+    await store.close();
+  });
+
   it('a key with a few requests per window is counted one by one, as without leases', async (t) => {
     if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
     const a = instance();

@@ -1,6 +1,7 @@
 import { hash as digest, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
+import { SUBSCRIBER_OPTIONS } from '../../redis-options.js';
 import type { Kysely } from 'kysely';
 import { preparedQuery } from '../../db/prepared-query.js';
 import type { ApiKeyTable, Database } from '../../db/schema.js';
@@ -108,17 +109,25 @@ type ForgetMessage = { credential: string } | { sessionsOf: string } | { all: tr
  * `shareCredentialInvalidation` connected it to Redis.
  */
 export class CredentialCache {
+  /** Lookups answered here, and not (read by the metrics). */
+  hits = 0;
+  misses = 0;
   private readonly entries = new Map<string, CachedCredential>();
   /** Set by `shareCredentialInvalidation`: publishes what this instance forgets. */
   publish: ((message: ForgetMessage) => void) | null = null;
 
   get(hash: string, nowMs: number): CachedCredential | undefined {
     const entry = this.entries.get(hash);
-    if (!entry) return undefined;
-    if (nowMs - entry.loadedAt >= CREDENTIAL_CACHE_TTL_MS || nowMs < entry.loadedAt) {
-      this.entries.delete(hash);
+    if (!entry) {
+      this.misses++;
       return undefined;
     }
+    if (nowMs - entry.loadedAt >= CREDENTIAL_CACHE_TTL_MS || nowMs < entry.loadedAt) {
+      this.entries.delete(hash);
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
     return entry;
   }
 
@@ -178,7 +187,7 @@ export function shareCredentialInvalidation(
   channel: string,
   onError: (err: unknown) => void = () => undefined,
 ): { subscribed: Promise<void>; close(): Promise<void> } {
-  const subscriber = redis.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+  const subscriber = redis.duplicate(SUBSCRIBER_OPTIONS);
   subscriber.on('error', () => undefined);
   subscriber.on('message', (from: string, payload: string) => {
     if (from !== channel) return;

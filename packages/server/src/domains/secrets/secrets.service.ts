@@ -15,6 +15,11 @@ import {
   resolveEnvironmentWith,
   type EnvironmentContext,
 } from '../../access/environment-access.js';
+import {
+  findEnvironmentWithMembership,
+  type EnvironmentWithMembership,
+} from '../../access/access.repo.js';
+import { TokenCache } from '../../db/change-tokens.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
 import {
@@ -68,7 +73,7 @@ interface ListingResult {
   countRead(): void;
 }
 
-interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache'> {
+interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache' | 'changeTokens'> {
   /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
   readAudit: AuditBuffer;
 }
@@ -97,10 +102,50 @@ interface WriteTarget {
   existing: repo.SecretRow | undefined;
 }
 
+/** Bounds of the hot reads' lookups kept under a change token (entries; characters of values). */
+const MAX_CACHED_LOOKUPS = 10_000;
+const MAX_CACHED_VALUE_CHARS = 16_000_000;
+
 export function secretsService(ctx: SecretsServiceDeps) {
   const db = ctx.db.kysely;
   const cache = ctx.listingCache;
   const writer = environmentWriter(ctx.db);
+  const tokens = ctx.changeTokens;
+  /**
+   * The lookups of the two hottest reads, kept while the project's change
+   * token holds (`db/change-tokens.ts`): an environment with the caller's
+   * membership, and the same with one secret. Only a caller who is a member is
+   * kept (a refusal is never cached).
+   */
+  const caches = {
+    access: new TokenCache<EnvironmentWithMembership>(MAX_CACHED_LOOKUPS, MAX_CACHED_LOOKUPS),
+    secret: new TokenCache<EnvironmentWithMembership & { secret: repo.SecretRow | undefined }>(
+      MAX_CACHED_LOOKUPS,
+      MAX_CACHED_VALUE_CHARS,
+    ),
+  };
+
+  /**
+   * `find`'s row from `cache` when the project's change token is the one it
+   * was stored under; otherwise from the database, stored under the token read
+   * BEFORE the query (so a write committed meanwhile makes it a miss later,
+   * never a stale hit).
+   */
+  async function cachedLookup<R extends EnvironmentWithMembership>(
+    lookups: TokenCache<R>,
+    projectId: string,
+    key: string,
+    find: () => Promise<R | undefined>,
+    weight: (row: R) => number = () => 1,
+  ): Promise<R | undefined> {
+    const token = tokens === null ? null : await tokens.current(projectId);
+    if (token === null) return find();
+    const cached = lookups.get(key, token);
+    if (cached !== undefined) return cached;
+    const row = await find();
+    if (row !== undefined && row.member_role !== null) lookups.set(key, token, row, weight(row));
+    return row;
+  }
 
   /**
    * Audits a read of values by an API key or CI token (names only), off the
@@ -171,6 +216,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
   }
 
   return {
+    /** The hot reads' lookups (their hits and misses are in the metrics). */
+    caches,
+
     /**
      * One page of an environment's secrets, as cached serialized bytes. The
      * same bytes serve every caller of the same variant: values for readers,
@@ -183,7 +231,11 @@ export function secretsService(ctx: SecretsServiceDeps) {
       params: ListParams<SecretSort>,
       serialize: (page: Page<SecretObject>) => string,
     ): Promise<ListingResult> {
-      const context = await resolveEnvironment(db, actor.principal, projectId, ref);
+      const { context } = await resolveEnvironmentWith(db, actor.principal, projectId, (userId) =>
+        cachedLookup(caches.access, projectId, `${projectId}/${ref}/${userId}`, () =>
+          findEnvironmentWithMembership(db, projectId, ref, userId),
+        ),
+      );
       const { environment } = context;
       const reader = context.scope !== null;
       const key = ListingCache.keyOf({
@@ -224,7 +276,14 @@ export function secretsService(ctx: SecretsServiceDeps) {
         db,
         actor.principal,
         projectId,
-        (userId) => repo.findSecretWithMembership(db, projectId, ref, userId, name),
+        (userId) =>
+          cachedLookup(
+            caches.secret,
+            projectId,
+            `${projectId}/${ref}/${userId}/${name}`,
+            () => repo.findSecretWithMembership(db, projectId, ref, userId, name),
+            (row) => 1 + (row.secret?.value.length ?? 0),
+          ),
       );
       requireReader(context);
       const row = found.secret;

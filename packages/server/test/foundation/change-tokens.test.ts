@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { LocalChangeTokens, RedisChangeTokens } from '../../src/db/change-tokens.js';
+import { AppError } from '../../src/errors.js';
+import { freePort, reachable, serviceMissing } from './server-process.js';
+
+// The change tokens' contract, on each implementation: null while a write to
+// the project is marked, a token never seen before once it ends, the same
+// token while nothing is written.
+
+const REDIS_URL = process.env.COFFER_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+const PROJECT = 'proj_0123456789abcdefghij';
+const OTHER = 'proj_abcdefghij0123456789';
+
+describe('change tokens in the process (SQLite)', () => {
+  it('hold while nothing is written, are null during a write, and change after it', async () => {
+    let foreign = 7;
+    const tokens = new LocalChangeTokens(() => foreign);
+    const first = tokens.current(PROJECT);
+    assert.equal(tokens.current(PROJECT), first);
+    const end = await tokens.begin(PROJECT);
+    assert.equal(tokens.current(PROJECT), null, 'reads ask the database during a write');
+    assert.equal(tokens.current(OTHER), tokens.current(OTHER), 'other projects keep theirs');
+    const otherBefore = tokens.current(OTHER);
+    await end();
+    const second = tokens.current(PROJECT);
+    assert.notEqual(second, null);
+    assert.notEqual(second, first);
+    await end(); // ending twice changes nothing
+    assert.equal(tokens.current(PROJECT), second);
+    assert.equal(tokens.current(OTHER), otherBefore);
+    foreign++; // another process committed
+    assert.notEqual(tokens.current(PROJECT), second);
+  });
+
+  it('two overlapping writes: null until both have ended', async () => {
+    const tokens = new LocalChangeTokens(() => 0);
+    const endA = await tokens.begin(PROJECT);
+    const endB = await tokens.begin(PROJECT);
+    await endA();
+    assert.equal(tokens.current(PROJECT), null);
+    await endB();
+    assert.notEqual(tokens.current(PROJECT), null);
+  });
+});
+
+describe('change tokens in Redis (several instances)', () => {
+  let redisA: Redis | null = null;
+  let redisB: Redis | null = null;
+  let available = false;
+  const prefix = `coffer-test-${randomBytes(6).toString('hex')}:changes:`;
+  const silent = { onDegraded: () => undefined, onRecovered: () => undefined };
+
+  before(async () => {
+    available = await reachable(REDIS_URL);
+    if (!available) return;
+    redisA = new Redis(REDIS_URL);
+    redisB = new Redis(REDIS_URL);
+  });
+  after(async () => {
+    if (!redisA) return;
+    const keys = await redisA.keys(`${prefix}*`);
+    if (keys.length) await redisA.del(...keys);
+    await redisA.quit();
+    await redisB?.quit();
+  });
+
+  it('a write on one instance: the other reads null during it, a new token after', async (t) => {
+    if (!available) return serviceMissing(t, `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`);
+    const a = new RedisChangeTokens(redisA!, prefix, silent);
+    const b = new RedisChangeTokens(redisB!, prefix, silent);
+    const first = await b.current(PROJECT);
+    assert.notEqual(first, null);
+    assert.equal(await b.current(PROJECT), first, 'unchanged while nothing is written');
+    const end = await a.begin(PROJECT);
+    assert.equal(await b.current(PROJECT), null, 'B reads the database while A writes');
+    await end();
+    const second = await b.current(PROJECT);
+    assert.notEqual(second, null);
+    assert.notEqual(second, first, 'A acknowledged: B never matches an entry of before');
+    // Reads of one project in the same turn share one check and one answer.
+    const together = await Promise.all([b.current(PROJECT), b.current(PROJECT)]);
+    assert.deepEqual(together, [second, second]);
+  });
+
+  it('Redis unreachable: reads get null (ask the database), writes are refused with 503', async () => {
+    const port = await freePort(); // nothing listens there
+    const down = new Redis(`redis://127.0.0.1:${port}`, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    down.on('error', () => undefined);
+    const events: string[] = [];
+    const tokens = new RedisChangeTokens(down, prefix, {
+      onDegraded: () => events.push('degraded'),
+      onRecovered: () => events.push('recovered'),
+    });
+    assert.equal(await tokens.current(PROJECT), null);
+    assert.equal(await tokens.current(PROJECT), null);
+    assert.equal(tokens.degraded, true);
+    assert.equal(tokens.fallbacks, 2);
+    await assert.rejects(
+      tokens.begin(PROJECT),
+      (err: unknown) => err instanceof AppError && err.code === 'service_unavailable',
+    );
+    assert.deepEqual(events, ['degraded'], 'said once per outage');
+    down.disconnect();
+  });
+});
