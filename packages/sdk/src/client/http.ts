@@ -306,10 +306,14 @@ export class CofferClient {
       // 429 means the server refused before doing anything, so any method may be
       // repeated; 503 (shutting down, database away) only for idempotent ones or
       // under a key; 409 request_in_progress: the same key is being handled.
+      // A 409's body is read here, once (the CLI's transport answers Responses
+      // that cannot be cloned), and kept for the error when it is not retried.
+      const conflict = response.status === 409 && idempotent;
+      const body = conflict ? await jsonBody(response) : undefined;
       if (
         response.status === 429 ||
         (response.status === 503 && (IDEMPOTENT.has(method) || idempotent)) ||
-        (response.status === 409 && idempotent && (await inProgress(response)))
+        (conflict && errorCodeOf(body) === 'request_in_progress')
       ) {
         const delay =
           retryAfterMs(response.headers.get('retry-after'), Date.now()) ??
@@ -327,7 +331,7 @@ export class CofferClient {
         await response.body?.cancel().catch(() => undefined);
         if (response.ok) return undefined;
       }
-      const parsed = await jsonBody(response);
+      const parsed = conflict ? body : await jsonBody(response);
       if (response.ok) return parsed;
       throw errorFromResponse(response, parsed);
     }
@@ -344,13 +348,9 @@ async function jsonBody(response: Response): Promise<unknown> {
   }
 }
 
-/** Whether a 409 is `request_in_progress` (read from a clone: the body stays readable). */
-async function inProgress(response: Response): Promise<boolean> {
-  const text = await response
-    .clone()
-    .text()
-    .catch(() => '');
-  return text.includes('"code":"request_in_progress"');
+/** The `error.code` of a Form A body, if it is one. */
+function errorCodeOf(body: unknown): unknown {
+  return (body as { error?: { code?: unknown } } | undefined)?.error?.code;
 }
 
 function errorFromResponse(response: Response, body: unknown): CofferApiError {
