@@ -159,6 +159,7 @@ test('a title per screen, one content column on every tab, a tab strip that scro
       'Members',
       'Access',
       'Tokens',
+      'Webhooks',
       'Audit',
       'Settings',
     ]);

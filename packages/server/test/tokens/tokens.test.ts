@@ -249,7 +249,9 @@ for (const dialect of DIALECTS) {
           .selectFrom('audit_events')
           .select(['action', 'data'])
           .where('target_id', '=', key.id)
+          // The test clock stands still: both events share a time, the chain orders them.
           .orderBy('created_at')
+          .orderBy('chain_seq')
           .execute();
         assert.deepEqual(
           events.map((e) => e.action),

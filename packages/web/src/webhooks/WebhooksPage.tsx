@@ -86,8 +86,10 @@ export function WebhooksPage() {
 
   return (
     <section className="page stack" aria-labelledby="webhooks-title">
+      <h2 id="webhooks-title" className="visually-hidden">
+        Webhooks
+      </h2>
       <div className="page-header">
-        <h2 id="webhooks-title">Webhooks</h2>
         <button type="button" className="primary" onClick={() => setCreating(true)}>
           New webhook
         </button>
@@ -106,7 +108,7 @@ export function WebhooksPage() {
         <p className="muted">No webhooks yet.</p>
       ) : (
         <div className="table-scroll">
-          <table className="table">
+          <table className="table cards-narrow">
             <thead>
               <tr>
                 <th scope="col">URL</th>
@@ -125,11 +127,14 @@ export function WebhooksPage() {
                     {w.description ? <div className="small">{w.description}</div> : null}
                     <div className="muted small mono">{w.id}</div>
                   </td>
-                  <td className="small">
+                  <td className="small" data-label="Sends">
                     <div>{w.event_kinds.length ? w.event_kinds.join(', ') : 'every event'}</div>
                     <div className="muted">in {slugsOf(w.environments, environments.data)}</div>
                   </td>
-                  <td className={w.enabled && !w.failing_since ? '' : 'warning-text'}>
+                  <td
+                    className={w.enabled && !w.failing_since ? '' : 'warning-text'}
+                    data-label="State"
+                  >
                     {stateOf(w)}
                   </td>
                   <td className="row-actions">
@@ -396,7 +401,7 @@ function DeliveryLog({ webhookId, url }: { webhookId: string; url: string }) {
         <p className="muted">Nothing sent yet. Send a test event to try the receiver.</p>
       ) : (
         <div className="table-scroll">
-          <table className="table">
+          <table className="table cards-narrow">
             <thead>
               <tr>
                 <th scope="col">Event</th>
@@ -413,20 +418,22 @@ function DeliveryLog({ webhookId, url }: { webhookId: string; url: string }) {
                     <div className="mono small">{d.event_kind}</div>
                     <div className="muted small mono">{d.id}</div>
                   </td>
-                  <td className={d.status === 'failed' ? 'warning-text' : ''}>
+                  <td className={d.status === 'failed' ? 'warning-text' : ''} data-label="Status">
                     {d.status}
                     {d.status === 'pending' && d.next_attempt_at ? (
                       <div className="muted small">next {ago(d.next_attempt_at)}</div>
                     ) : null}
                   </td>
-                  <td>{d.attempts}</td>
-                  <td className="small">
+                  <td data-label="Attempts">{d.attempts}</td>
+                  <td className="small" data-label="Last answer">
                     {attemptSummary(d)}
                     {d.log.at(-1)?.response_excerpt ? (
                       <div className="muted mono">{d.log.at(-1)!.response_excerpt}</div>
                     ) : null}
                   </td>
-                  <td title={formatDate(d.created_at)}>{ago(d.created_at)}</td>
+                  <td title={formatDate(d.created_at)} data-label="Queued">
+                    {ago(d.created_at)}
+                  </td>
                 </tr>
               ))}
             </tbody>
