@@ -71,8 +71,9 @@ async function apiKey(
   name: string,
   role: string,
   scopes: string[],
+  extra: string[] = [],
 ): Promise<string> {
-  const args = ['api-keys', 'create', '--name', name, '--role', role];
+  const args = ['api-keys', 'create', '--name', name, '--role', role, ...extra];
   for (const scope of scopes) args.push('--scope', scope);
   return ok(await as(args), `api-keys create ${name}`).stdout.trim();
 }
@@ -269,6 +270,28 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
     assert.deepEqual(end.data, { type: 'end', reason: 'credential_revoked', reconnect: false });
     await stream.closed;
     // And it cannot open another.
+    const again = await sendJson(
+      server.url,
+      ca,
+      'GET',
+      `/v1/projects/${projectId}/events`,
+      auth(key),
+    );
+    assert.equal(again.status, 401);
+  });
+
+  test('a token’s stream ends when the token expires, saying why', async () => {
+    const { server, ca, admin } = it;
+    const { as, projectId } = admin;
+    const key = await apiKey(as, 'short-lived', 'developer', ['staging:read'], ['--expires', '4s']);
+    const stream = await openStream(server.url, ca, `/v1/projects/${projectId}/events`, {
+      ...auth(key),
+    });
+    await stream.waitFor((f) => f.event === 'ready');
+    // Checked with each heartbeat (every second on this server), so within a few seconds of the expiry.
+    const end = await stream.waitFor((f) => f.event === 'end', 15_000, 'end');
+    assert.deepEqual(end.data, { type: 'end', reason: 'credential_expired', reconnect: false });
+    await stream.closed;
     const again = await sendJson(
       server.url,
       ca,
