@@ -78,6 +78,18 @@ async function apiKey(
   return ok(await as(args), `api-keys create ${name}`).stdout.trim();
 }
 
+/** The stream ends with `end` and `reason`, closes, and its credential cannot open another (401). */
+async function endsForGood(
+  stream: OpenStream,
+  reason: string,
+  reopen: () => Promise<{ status: number }>,
+): Promise<void> {
+  const end = await stream.waitFor((f) => f.event === 'end', 15_000, 'end');
+  assert.deepEqual(end.data, { type: 'end', reason, reconnect: false });
+  await stream.closed;
+  assert.equal((await reopen()).status, 401);
+}
+
 /** A server of the suite's own (heartbeats every second) with an admin and a project on it. */
 function serverWithProject(project: string) {
   const it = {} as { server: TestServer; ca: string; admin: Awaited<ReturnType<typeof adminOn>> };
@@ -266,18 +278,9 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
     });
     await stream.waitFor((f) => f.event === 'ready');
     await revokeKey(as, 'to-revoke');
-    const end = await stream.waitFor((f) => f.event === 'end');
-    assert.deepEqual(end.data, { type: 'end', reason: 'credential_revoked', reconnect: false });
-    await stream.closed;
-    // And it cannot open another.
-    const again = await sendJson(
-      server.url,
-      ca,
-      'GET',
-      `/v1/projects/${projectId}/events`,
-      auth(key),
+    await endsForGood(stream, 'credential_revoked', () =>
+      sendJson(server.url, ca, 'GET', `/v1/projects/${projectId}/events`, auth(key)),
     );
-    assert.equal(again.status, 401);
   });
 
   test('a token’s stream ends when the token expires, saying why', async () => {
@@ -289,17 +292,9 @@ describe('the change feed: scopes, revocation, resuming across a restart (SQLite
     });
     await stream.waitFor((f) => f.event === 'ready');
     // Checked with each heartbeat (every second on this server), so within a few seconds of the expiry.
-    const end = await stream.waitFor((f) => f.event === 'end', 15_000, 'end');
-    assert.deepEqual(end.data, { type: 'end', reason: 'credential_expired', reconnect: false });
-    await stream.closed;
-    const again = await sendJson(
-      server.url,
-      ca,
-      'GET',
-      `/v1/projects/${projectId}/events`,
-      auth(key),
+    await endsForGood(stream, 'credential_expired', () =>
+      sendJson(server.url, ca, 'GET', `/v1/projects/${projectId}/events`, auth(key)),
     );
-    assert.equal(again.status, 401);
   });
 
   test('limits: a credential’s streams beyond EVENTS_MAX_STREAMS_PER_CREDENTIAL get a Form A 429', async () => {
