@@ -305,6 +305,7 @@ for (const dialect of DIALECTS) {
         .selectAll()
         .where('target_id', '=', env.id)
         .orderBy('created_at')
+        .orderBy('chain_seq')
         .execute();
       assert.deepEqual(
         events.map((e) => [e.action, JSON.parse(e.data)]),

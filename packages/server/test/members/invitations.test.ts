@@ -160,6 +160,7 @@ for (const dialect of DIALECTS) {
         .selectAll()
         .where('target_id', '=', String(invited.id))
         .orderBy('created_at')
+        .orderBy('chain_seq')
         .execute();
       const byAction = Object.fromEntries(events.map((e) => [e.action, e]));
       assert.equal(byAction['member.invited']?.actor_id, admin.id);
@@ -285,6 +286,7 @@ for (const dialect of DIALECTS) {
           .select('action')
           .where('project_id', '=', project.id)
           .orderBy('created_at')
+          .orderBy('chain_seq')
           .orderBy('id')
           .execute()
       ).map((e) => e.action);

@@ -166,6 +166,7 @@ for (const dialect of DIALECTS) {
           .selectAll()
           .where('credential_id', '=', key.id)
           .orderBy('created_at')
+          .orderBy('chain_seq')
           .execute();
         return rows.length >= 3 ? rows : undefined;
       }, 'the read audit events');

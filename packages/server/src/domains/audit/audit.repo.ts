@@ -31,6 +31,9 @@ export async function listAuditEvents(
   const rows = await filtered(db, projectId, filter)
     .selectAll()
     .orderBy('created_at', params.order)
+    // The clock can give two events of one request the same millisecond; the
+    // chain's position is their true order.
+    .orderBy('chain_seq', params.order)
     .orderBy('id', params.order)
     .limit(params.per_page)
     .offset(offsetOf(params))
