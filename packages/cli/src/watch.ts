@@ -77,6 +77,9 @@ async function follow(
         if (offline) note('coffer: reconnected to the server; watching for changes again');
         offline = false;
       },
+      onUnresolvable: (err) => {
+        note(`coffer: ${err.message}; keeping the last values until they resolve again`);
+      },
       onDisconnected: (err, delayMs) => {
         if (!offline && !stop.aborted) {
           note(

@@ -65,10 +65,11 @@ describe('coffer --watch against a real server', () => {
   let server: TestServer;
   let as: (args: string[], input?: string) => Promise<CliResult>;
   let token = '';
+  let home = '';
   before(async () => {
     buildOnce();
     server = await startServer({ EVENTS_HEARTBEAT_MS: '1000' });
-    const home = tempDir('watch-home');
+    home = tempDir('watch-home');
     const work = tempDir('watch-work');
     as = (args, input) =>
       runCli(args, {
@@ -251,6 +252,79 @@ describe('coffer --watch against a real server', () => {
       'no temporary file left',
     );
     await until('the --on-change hook', () => existsSync(marker));
+    run.child.kill('SIGTERM');
+    assert.equal((await run.result).code, 0);
+  });
+
+  test('run --watch follows the environments its values refer to: a change in staging or in another project restarts the child with the new resolved values', async () => {
+    const dir = tempDir('watch-refs');
+    writeFileSync(
+      join(dir, 'child.js'),
+      `console.log('start URL=' + process.env.URL + ' BILL=' + process.env.BILL);
+process.on('SIGTERM', () => process.exit(0));
+setInterval(() => undefined, 1000);
+`,
+    );
+    const inShop = (env: string, name: string, value: string) =>
+      as(['secrets', 'set', name, '--project', 'Shop', '--env', env, '--stdin'], value);
+    ok(await as(['projects', 'create', 'Shop']), 'projects create Shop');
+    ok(await as(['projects', 'create', 'Billing']), 'projects create Billing');
+    ok(
+      await as(['secrets', 'set', 'KEY', 'k1', '--project', 'Billing', '--env', 'production']),
+      'set Billing KEY',
+    );
+    ok(await inShop('staging', 'DB_USER', 'app'), 'set staging DB_USER');
+    ok(await inShop('production', 'URL', 'postgres://${staging.DB_USER}@db/shop'), 'set URL');
+    ok(await inShop('production', 'BILL', 'key=${Billing/production.KEY}'), 'set BILL');
+    const run = await watching(
+      [
+        'run',
+        '--watch',
+        '--project',
+        'Shop',
+        '--env',
+        'production',
+        '--',
+        process.execPath,
+        'child.js',
+      ],
+      userEnv(server, home),
+      dir,
+    );
+    const starts = () => [...run.stdout.matchAll(/start (.*)/g)].map((m) => m[1]!);
+    await until(`the first start (stderr: ${run.stderr})`, () => starts().length === 1);
+    assert.equal(starts()[0], 'URL=postgres://app@db/shop BILL=key=k1');
+
+    // Another environment of the project: the same feed, no longer filtered to production.
+    ok(await inShop('staging', 'DB_USER', 'app2'), 'set staging DB_USER=app2');
+    await until(`a restart for staging (stderr: ${run.stderr})`, () => starts().length === 2);
+    assert.equal(starts()[1], 'URL=postgres://app2@db/shop BILL=key=k1');
+    assert.match(run.stderr, /DB_USER changed in staging \(by Ada\)/);
+
+    // Another project: its own feed.
+    ok(
+      await as(['secrets', 'set', 'KEY', 'k2', '--project', 'Billing', '--env', 'production']),
+      'set Billing KEY=k2',
+    );
+    await until(`a restart for Billing (stderr: ${run.stderr})`, () => starts().length === 3);
+    assert.equal(starts()[2], 'URL=postgres://app2@db/shop BILL=key=k2');
+
+    // A change elsewhere in staging that the values do not use resolves to the same: no restart.
+    ok(await inShop('staging', 'UNUSED', 'x'), 'set staging UNUSED');
+    // A referenced secret deleted: the child keeps its values, and is restarted once it is back.
+    ok(
+      await as(['secrets', 'delete', 'DB_USER', '--project', 'Shop', '--env', 'staging', '--yes']),
+      'delete staging DB_USER',
+    );
+    await until(`the note (stderr: ${run.stderr})`, () =>
+      /URL: \$\{staging\.DB_USER\}: environment "staging" has no secret DB_USER \(reference_missing\)|keeping the last values until they resolve again/.test(
+        run.stderr,
+      ),
+    );
+    assert.equal(starts().length, 3, 'not restarted for UNUSED nor for the broken reference');
+    ok(await inShop('staging', 'DB_USER', 'app3'), 'set staging DB_USER=app3');
+    await until(`a restart once it resolves (stderr: ${run.stderr})`, () => starts().length === 4);
+    assert.equal(starts()[3], 'URL=postgres://app3@db/shop BILL=key=k2');
     run.child.kill('SIGTERM');
     assert.equal((await run.result).code, 0);
   });

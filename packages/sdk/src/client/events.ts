@@ -1,6 +1,11 @@
 import { CofferApiError, CofferNetworkError } from './errors.js';
 import { apiPath, type CofferClient } from './http.js';
-import { listSecrets, type ReadOptions, type SecretScope } from './secrets.js';
+import {
+  listSecretsAndSources,
+  type ReadOptions,
+  type SecretScope,
+  type SecretSource,
+} from './secrets.js';
 
 // ---- The feed's shapes (docs/events.md) ------------------------------------------
 
@@ -291,71 +296,196 @@ export interface SecretsSnapshot {
   secrets: Record<string, string>;
   /** The event that led to this read; null for the first read (and after a reset or reconnect gap). */
   event: FeedEvent | null;
-  /** The id of the last event this snapshot includes. */
+  /** The id of the last event of the environment's project this snapshot includes. */
   lastEventId: number;
 }
+
+export interface WatchSecretsOptions extends Omit<WatchOptions, 'environment'> {
+  /** How values are read (resolved, with overrides, by default; see `ReadOptions`). */
+  read?: ReadOptions;
+  /**
+   * A change left a value that no longer resolves (a referenced secret was
+   * deleted, a cycle was made): called with the `SecretReferenceError(s)`, and
+   * the watch goes on, yielding again once the values resolve. Absent: the
+   * watch throws the error.
+   */
+  onUnresolvable?: (error: Error) => void;
+}
+
+/** One project's change feed as `watchSecrets` follows it. */
+interface FollowedFeed {
+  /** The server-side filter: one environment, or null for every event (filtered here). */
+  filter: string | null;
+  stop: AbortController;
+}
+
+const isReferenceFailure = (err: unknown) =>
+  err instanceof Error &&
+  (err.name === 'SecretReferenceError' || err.name === 'SecretReferencesError');
 
 /**
  * The environment's secrets, decrypted, now and whenever they change: yields
  * once at the start, then after every change (a write, a rollback, a re-key, a
  * `reset`) whose re-read differs from the last one yielded. Several events that
  * arrive together cause one read. Ends as `watch` does.
+ *
+ * Values are resolved, so a change in an environment they refer to is a change
+ * too: the environments the last read took values from (`${staging.X}`, and
+ * theirs in turn) are followed as well: in the same project on the same feed
+ * (then unfiltered, and filtered here), in another project on a second feed of
+ * that project. Which ones is worked out again after every read.
  */
 export async function* watchSecrets(
   scope: SecretScope,
   env: string,
-  options: Omit<WatchOptions, 'environment'> & {
-    /** How values are read (resolved, with overrides, by default; see `ReadOptions`). */
-    read?: ReadOptions;
-  } = {},
+  options: WatchSecretsOptions = {},
 ): AsyncGenerator<SecretsSnapshot> {
-  const queue: WatchItem[] = [];
+  const home = scope.projectId;
+  const queue: Array<{ project: string; item: WatchItem }> = [];
   let wake: () => void = () => undefined;
   let finished = false;
   let failure: unknown = null;
+  /** A feed opened after a read connected: what changed in between is not in it, so read again. */
+  let recheck = false;
   const state: { connectedId: number | null } = { connectedId: null };
-  // Stops the feed when the caller stops iterating (or aborts).
+  // Stops every feed when the caller stops iterating (or aborts).
   const stop = new AbortController();
   const forward = () => stop.abort();
-  options.signal?.addEventListener('abort', forward, { once: true });
-  const events = watch(scope.client, scope.projectId, {
-    ...options,
-    signal: stop.signal,
-    environment: env,
-    onConnected: (id) => {
-      state.connectedId = id;
-      options.onConnected?.(id);
-      wake();
-    },
-  });
-  // Pump the feed into a queue so a slow read coalesces what arrives meanwhile.
-  void (async () => {
-    try {
-      for await (const item of events) {
-        queue.push(item);
+  const feeds = new Map<string, FollowedFeed>();
+  /** Per project, the last event id seen: a feed reopened with another filter resumes there. */
+  const lastIds = new Map<string, number>();
+  /** Per project, the environment ids the last read took values from. */
+  let followed = new Map<string, { scope: SecretScope; environments: Set<string> }>();
+  const {
+    read: readOptions,
+    onUnresolvable,
+    signal,
+    onConnected,
+    onDisconnected,
+    ...feedOptions
+  } = options;
+
+  /** Follows `project`'s feed (replacing the one it had), pumping its items into the queue. */
+  function follow(source: SecretScope, filter: string | null) {
+    const project = source.projectId;
+    feeds.get(project)?.stop.abort();
+    const feed: FollowedFeed = { filter, stop: new AbortController() };
+    feeds.set(project, feed);
+    const end = () => feed.stop.abort();
+    stop.signal.addEventListener('abort', end, { once: true });
+    const resumeFrom = lastIds.get(project);
+    const isHome = project === home;
+    let connected = false;
+    const events = watch(source.client, project, {
+      ...feedOptions,
+      signal: feed.stop.signal,
+      ...(filter !== null ? { environment: filter } : {}),
+      ...(resumeFrom !== undefined ? { lastEventId: resumeFrom } : {}),
+      onConnected: (id) => {
+        if (!lastIds.has(project)) lastIds.set(project, id);
+        if (isHome) {
+          state.connectedId ??= id;
+          onConnected?.(id);
+        } else if (resumeFrom === undefined && !connected) recheck = true;
+        connected = true;
+        wake();
+      },
+      // Another project's feed is on the same server: its outages are the home feed's.
+      ...(isHome && onDisconnected ? { onDisconnected } : {}),
+    });
+    void (async () => {
+      try {
+        for await (const item of events) {
+          if (feed.stop.signal.aborted) break;
+          if ('id' in item) lastIds.set(project, item.id);
+          queue.push({ project, item });
+          wake();
+        }
+      } catch (err) {
+        // Another project's feed refusing us (access lost) shows in the next read.
+        if (isHome) failure = err;
+      } finally {
+        stop.signal.removeEventListener('abort', end);
+        if (feeds.get(project) === feed && !feed.stop.signal.aborted) {
+          feeds.delete(project);
+          if (isHome) finished = true;
+        }
         wake();
       }
-    } catch (err) {
-      failure = err;
-    } finally {
-      finished = true;
-      wake();
+    })();
+  }
+
+  /** Follows what the last read came from: the home feed filtered to `env` when that is all. */
+  function followSources(sources: readonly SecretSource[]) {
+    const next = new Map<string, { scope: SecretScope; environments: Set<string> }>();
+    for (const source of sources) {
+      const entry = next.get(source.scope.projectId) ?? {
+        scope: source.scope,
+        environments: new Set<string>(),
+      };
+      entry.environments.add(source.environmentId);
+      next.set(source.scope.projectId, entry);
     }
-  })();
+    followed = next;
+    const homeOnly = (next.get(home)?.environments.size ?? 1) <= 1;
+    const homeFilter = homeOnly ? env : null;
+    if (feeds.get(home)?.filter !== homeFilter) follow(scope, homeFilter);
+    for (const [project, entry] of next) {
+      if (project === home) continue;
+      const filter = entry.environments.size === 1 ? [...entry.environments][0]! : null;
+      const feed = feeds.get(project);
+      if (!feed || feed.filter !== filter) follow(entry.scope, filter);
+    }
+    for (const [project, feed] of feeds) {
+      if (project !== home && !next.has(project)) {
+        feeds.delete(project);
+        feed.stop.abort();
+        lastIds.delete(project);
+      }
+    }
+  }
+
+  /** Whether an item can change what the values resolve to. */
+  function matters({ project, item }: { project: string; item: WatchItem }): boolean {
+    const environments = followed.get(project)?.environments;
+    switch (item.type) {
+      case 'reset':
+      case 'vault.rekeyed':
+        return true;
+      case 'secrets.changed':
+        return (
+          (project === home && (item.environment.id === env || item.environment.slug === env)) ||
+          environments?.has(item.environment.id) === true
+        );
+      case 'environment.created':
+      case 'environment.renamed':
+      case 'environment.deleted':
+        // References name environments by slug: a new, renamed or deleted one may change them.
+        return project !== home || feeds.get(home)?.filter === null;
+      default:
+        return false;
+    }
+  }
+
+  signal?.addEventListener('abort', forward, { once: true });
+  // Until the first read, the home feed as it always was: this environment's events.
+  follow(scope, env);
   const nextWake = () => new Promise<void>((resolve) => (wake = resolve));
   const sleep = options.sleep ?? abortableSleep;
   /** Reads the environment; while the server is unreachable, tries again with backoff. */
   const read = async (): Promise<string> => {
     for (let attempt = 0; ; attempt++) {
       try {
-        return JSON.stringify(await listSecrets(scope, env, options.read));
+        const { secrets, sources } = await listSecretsAndSources(scope, env, readOptions);
+        followSources(sources);
+        return JSON.stringify(secrets);
       } catch (err) {
         if (!isTransient(err) || stop.signal.aborted) throw err;
         const delay = Math.min(
           options.maxBackoffMs ?? 30_000,
           (options.minBackoffMs ?? 500) * 2 ** Math.min(attempt, 16),
         );
-        options.onDisconnected?.(err, delay);
+        onDisconnected?.(err, delay);
         await sleep(delay, stop.signal);
       }
     }
@@ -364,7 +494,7 @@ export async function* watchSecrets(
   try {
     yield* snapshots();
   } finally {
-    options.signal?.removeEventListener('abort', forward);
+    signal?.removeEventListener('abort', forward);
     stop.abort();
   }
 
@@ -378,24 +508,34 @@ export async function* watchSecrets(
     yield { secrets: JSON.parse(last) as Record<string, string>, event: null, lastEventId };
 
     for (;;) {
-      while (queue.length === 0 && !finished) await nextWake();
-      if (queue.length === 0) {
+      while (queue.length === 0 && !recheck && !finished) await nextWake();
+      if (queue.length === 0 && !recheck) {
         if (failure) throw failure;
         return;
       }
       const batch = queue.splice(0);
-      const relevant = batch.filter(
-        (item) =>
-          item.type === 'secrets.changed' || item.type === 'vault.rekeyed' || item.type === 'reset',
-      );
-      const ended = batch.find((item) => item.type === 'end');
-      for (const item of batch) if ('id' in item) lastEventId = Math.max(lastEventId, item.id);
-      if (relevant.length > 0) {
-        if (relevant.some((item) => item.type === 'vault.rekeyed')) await scope.keys.refresh?.();
-        const now = await read();
-        if (now !== last) {
+      const relevant = batch.filter(matters);
+      const ended = batch.find(({ project, item }) => project === home && item.type === 'end');
+      for (const { project, item } of batch)
+        if (project === home && 'id' in item) lastEventId = Math.max(lastEventId, item.id);
+      if (relevant.length > 0 || recheck) {
+        recheck = false;
+        for (const { project, item } of relevant) {
+          if (item.type !== 'vault.rekeyed') continue;
+          await (project === home ? scope : followed.get(project)?.scope)?.keys.refresh?.();
+        }
+        let now: string | null = null;
+        try {
+          now = await read();
+        } catch (err) {
+          if (!onUnresolvable || !isReferenceFailure(err)) throw err;
+          onUnresolvable(err as Error);
+        }
+        if (now !== null && now !== last) {
           last = now;
-          const events = relevant.filter((item) => item.type !== 'reset') as FeedEvent[];
+          const events = relevant
+            .map(({ item }) => item)
+            .filter((item): item is FeedEvent => item.type !== 'reset');
           yield {
             secrets: JSON.parse(now) as Record<string, string>,
             event: events[events.length - 1] ?? null,
@@ -403,7 +543,7 @@ export async function* watchSecrets(
           };
         }
       }
-      if (ended && !(ended as EndNotice).reconnect) return;
+      if (ended && !(ended.item as EndNotice).reconnect) return;
     }
   }
 }

@@ -361,12 +361,20 @@ async function readEnvironment(
   return { environmentId, values };
 }
 
+/** An environment a read took values from: the one read, or one its values refer to. */
+export interface SecretSource {
+  /** The scope it was read through (another project's for `${PROJECT/ENV.KEY}`). */
+  scope: SecretScope;
+  environmentId: string;
+}
+
 /** Resolves the references of one environment's values, fetching what they refer to through `scope`. */
 async function resolveIn(
   scope: SecretScope,
   env: string,
   read: EnvironmentRead,
   options: ReadOptions,
+  sources: SecretSource[] = [],
 ): Promise<Resolution> {
   const scopes = new Map<
     string,
@@ -400,6 +408,7 @@ async function resolveIn(
         const target = await projectScope(project);
         if (!target) return null;
         const loaded = await readEnvironment(target.scope, environment, target.overrides);
+        sources.push({ scope: target.scope, environmentId: loaded.environmentId });
         return { key: `${target.scope.projectId}/${loaded.environmentId}`, values: loaded.values };
       } catch (err) {
         if (isUnreadable(err)) return null;
@@ -447,21 +456,36 @@ export async function listSecrets(
   env: string,
   options: ReadOptions = {},
 ): Promise<Record<string, string>> {
+  return (await listSecretsAndSources(scope, env, options)).secrets;
+}
+
+/**
+ * `listSecrets`, and the environments the values came from: `sources[0]` is
+ * the environment read, the others those its references led to (transitively,
+ * in the order they were fetched; none with `raw`). What a watcher must follow,
+ * since a change in any of them changes what the values resolve to.
+ */
+export async function listSecretsAndSources(
+  scope: SecretScope,
+  env: string,
+  options: ReadOptions = {},
+): Promise<{ secrets: Record<string, string>; sources: SecretSource[] }> {
   const read = await readEnvironment(scope, env, overridesOnce(scope, options.overrides !== false));
+  const sources: SecretSource[] = [{ scope, environmentId: read.environmentId }];
   const sorted = (values: Record<string, string>) =>
     Object.fromEntries(
       Object.keys(values)
         .sort()
         .map((k) => [k, values[k]!]),
     );
-  if (options.raw) return sorted(read.values);
-  const { values, errors } = await resolveIn(scope, env, read, options);
+  if (options.raw) return { secrets: sorted(read.values), sources };
+  const { values, errors } = await resolveIn(scope, env, read, options, sources);
   const failed = Object.keys(errors)
     .sort()
     .map((n) => errors[n]!);
   if (failed.length === 1) throw failed[0]!;
   if (failed.length > 1) throw new SecretReferencesError(failed);
-  return sorted(values);
+  return { secrets: sorted(values), sources };
 }
 
 /**
