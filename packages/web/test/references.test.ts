@@ -1,7 +1,9 @@
 // References and personal overrides in the secrets grid (real Chromium, real
 // server): a reference typed in a cell previews its resolved value on reveal, a
 // broken one is marked with its reason, and an override shows as "your value"
-// to its owner only, with the team value beside it.
+// to its owner only, with the team value beside it. The owner sets, changes and
+// removes an override from the grid (sealed in the browser: the server gets
+// ciphertext), and an admin sees which names a member overrides, never a value.
 import assert from 'node:assert/strict';
 import { after, before, test, type TestContext } from 'node:test';
 import type { Browser } from 'playwright-core';
@@ -12,6 +14,9 @@ import {
   inviteMember,
   openVault,
   overrideKeyOf,
+  readOverrides,
+  type CofferClient,
+  type OverrideKey,
   setOverride,
   signUp,
 } from '@coffer/sdk';
@@ -40,6 +45,8 @@ const VALUES = {
   },
 };
 const BOBS_HOST = 'bobs-laptop.internal';
+const MINE = 'bob-local-user';
+const MINE_AGAIN = 'bob-other-user';
 
 let browser: Browser | undefined;
 let coffer: Coffer | undefined;
@@ -48,6 +55,8 @@ let bob: Account;
 let projectId: string;
 let ownerView: Visitor | undefined;
 let bobView: Visitor | undefined;
+let bobClient: CofferClient;
+let bobKey: OverrideKey;
 
 async function openGrid(visitor: Visitor, account: Account): Promise<void> {
   await visitor.goto(`/projects/${projectId}`);
@@ -69,7 +78,7 @@ before(async () => {
     role: 'developer',
   });
   const token = await invitationToken(coffer, bob.email);
-  const bobClient = await coffer.client();
+  bobClient = await coffer.client();
   const created = await signUp(bobClient, { ...bob, invitationToken: token });
   await acceptInvitation(bobClient, invited.id, token);
   const vault = await openVault(owner.client, projectId, owner.keys);
@@ -83,19 +92,13 @@ before(async () => {
   } finally {
     vault.forget();
   }
-  await setOverride(
-    bobClient,
-    projectId,
-    'production',
-    'DB_HOST',
-    BOBS_HOST,
-    overrideKeyOf(created.user.id, created.keys.encryption.secretKey),
-  );
+  bobKey = overrideKeyOf(created.user.id, created.keys.encryption.secretKey);
+  await setOverride(bobClient, projectId, 'production', 'DB_HOST', BOBS_HOST, bobKey);
   ownerView = await Visitor.open(browser, coffer);
   ownerView.secret(owner.password, BOBS_HOST);
   await openGrid(ownerView, owner);
   bobView = await Visitor.open(browser, coffer);
-  bobView.secret(bob.password, BOBS_HOST);
+  bobView.secret(bob.password, BOBS_HOST, MINE, MINE_AGAIN);
   await openGrid(bobView, bob);
 });
 after(async () => {
@@ -173,4 +176,83 @@ test('an override shows as "your value" to its owner only, with the team value b
     assert.ok(!((await page.content()) ?? '').includes(BOBS_HOST));
   });
   if (!bobView) serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+});
+
+test('an override is set, changed and removed from the grid, sealed in the browser: the server gets ciphertext only', async (t: TestContext) => {
+  await onSharedPage(t, bobView, 'references-override-edit', async ({ page }) => {
+    const sent: { method: string; body: string }[] = [];
+    page.on('request', (request) => {
+      if (/\/overrides\//.test(request.url()))
+        sent.push({ method: request.method(), body: request.postData() ?? '' });
+    });
+    const target = cell(page, 'DB_USER', 'staging');
+    assert.equal(await target.locator('.override-mark').count(), 0);
+    await target.hover();
+    await target.getByRole('button', { name: 'Override DB_USER in staging for me' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Override DB_USER for me' });
+    await dialog.getByLabel('Your value').fill(MINE);
+    await screenshots(page, 'references-override-dialog');
+    await dialog.getByRole('button', { name: 'Save my override' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(target.locator('.override-mark')).toHaveText('your value');
+
+    // What left the browser: an envelope under Bob's own key, not the value.
+    const put = sent.find((r) => r.method === 'PUT');
+    assert.ok(put, 'the override was sent');
+    assert.ok(!put.body.includes(MINE), 'never the plaintext');
+    assert.match((JSON.parse(put.body) as { value: string }).value, /^v1\.ov\./);
+    // And the server holds what Bob's key opens.
+    let mine = await readOverrides(bobClient, projectId, bobKey);
+    assert.equal([...mine.values()].find((v) => v.DB_USER !== undefined)?.DB_USER, MINE);
+
+    await target.hover();
+    await target.getByRole('button', { name: 'Reveal DB_USER in staging' }).click();
+    await expect(target.locator('.override-value')).toHaveText(MINE);
+    await expect(target.locator('.team-value')).toHaveText(/team: app_user/);
+
+    await target.getByRole('button', { name: 'Change my override of DB_USER in staging' }).click();
+    const change = page.getByRole('dialog', { name: 'Change my override of DB_USER' });
+    await expect(change.getByLabel('Your value')).toHaveValue(MINE);
+    await change.getByLabel('Your value').fill(MINE_AGAIN);
+    await change.getByRole('button', { name: 'Save my override' }).click();
+    await expect(change).toBeHidden();
+    await expect(target.locator('.override-value')).toHaveText(MINE_AGAIN);
+    await target.hover(); // its actions: change or remove the override
+    await screenshots(page, 'references-override-set');
+
+    await target.hover();
+    await target.getByRole('button', { name: 'Remove my override of DB_USER in staging' }).click();
+    const remove = page.getByRole('dialog', { name: 'Remove your override of DB_USER?' });
+    await remove.getByRole('button', { name: 'Remove my override' }).click();
+    await expect(remove).toBeHidden();
+    await expect(target.locator('.override-mark')).toHaveCount(0);
+    await expect(target.locator('.value')).toHaveText('app_user');
+    assert.deepEqual(
+      sent.map((r) => r.method),
+      ['PUT', 'PUT', 'DELETE'],
+    );
+    assert.ok(sent.every((r) => !r.body.includes(MINE) && !r.body.includes(MINE_AGAIN)));
+    mine = await readOverrides(bobClient, projectId, bobKey);
+    assert.ok(![...mine.values()].some((v) => v.DB_USER !== undefined), 'removed on the server');
+  });
+});
+
+test('an admin sees which names a member overrides on the Members page, never a value; a developer only their own', async (t: TestContext) => {
+  await onSharedPage(t, ownerView, 'references-member-overrides', async ({ page }) => {
+    await page.getByRole('link', { name: 'Members', exact: true }).click();
+    const row = page.getByRole('row').filter({ hasText: bob.email });
+    await row.getByText('Personal overrides').click();
+    const names = row.getByRole('list', { name: /Names .* overrides/ });
+    await expect(names).toHaveText(/DB_HOST in production/);
+    assert.equal(await names.getByRole('listitem').count(), 1);
+    assert.ok(!(await page.content()).includes(BOBS_HOST), 'no value on the page');
+    await screenshots(page, 'members-overrides');
+    await page.getByRole('link', { name: 'Secrets', exact: true }).click();
+  });
+  await onSharedPage(t, bobView, 'references-own-overrides', async ({ page }) => {
+    await page.getByRole('link', { name: 'Members', exact: true }).click();
+    await expect(page.getByRole('row').filter({ hasText: bob.email })).toBeVisible();
+    await expect(page.getByText('Personal overrides')).toHaveCount(1);
+    await page.getByRole('link', { name: 'Secrets', exact: true }).click();
+  });
 });

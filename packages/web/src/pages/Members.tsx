@@ -30,6 +30,7 @@ import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
 import { useProjectContext } from './ProjectLayout';
 import { RekeyDialog } from './Rekey';
+import { MemberOverrides } from '../secrets/MemberOverrides';
 
 const ROLES: Role[] = ['admin', 'developer', 'viewer'];
 const SORTS: [NonNullable<MemberQuery['sort']>, string][] = [
@@ -215,6 +216,9 @@ export function MembersPage() {
                           ) : null}
                         </div>
                         <div className="muted small">{member.user.email}</div>
+                        {isAdmin || member.user.id === me ? (
+                          <MemberOverrides projectId={project.id} member={member} />
+                        ) : null}
                       </td>
                       <td data-label="Role">
                         {isAdmin && member.status !== 'revoked' ? (

@@ -17,6 +17,7 @@ import { useProjectContext } from '../pages/ProjectLayout';
 import { describeUser, useMemberDirectory } from '../lib/members';
 import { keyring } from '../lib/keyring';
 import { plaintext } from './plaintext';
+import { OverrideActions } from './OverrideActions';
 import { completionsFor, ReferenceText, useOverride, usePreview } from './references';
 import { revealed, staged, useRevealed, useStaged, type StagedChange } from './store';
 import {
@@ -246,6 +247,14 @@ export const Cell = memo(function Cell(props: CellProps) {
                 >
                   <CopyIcon />
                 </button>
+                {canWrite ? (
+                  <OverrideActions
+                    environmentId={environmentId}
+                    environmentName={environmentName}
+                    name={name}
+                    current={own}
+                  />
+                ) : null}
               </>
             ) : null}
             {canWrite ? (

@@ -22,6 +22,7 @@ import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
 import { useSecretsOf, type SecretMeta } from './data';
 import { loadOverrides, registerGrid } from './references';
+import { OverrideDialogHost } from './OverrideActions';
 import { activeCell, cellId, editingCell, focusCell, focusedCell, hoveredCell } from './grid-state';
 import {
   bindProject,
@@ -612,6 +613,7 @@ export function SecretsPage() {
         ) : null}
       </div>
 
+      <OverrideDialogHost />
       <Suspense fallback={null}>
         {open?.kind === 'review' ? (
           <ReviewDialog

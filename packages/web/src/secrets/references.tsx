@@ -203,3 +203,18 @@ export function useOverride(environmentId: string, name: string): string | undef
   useSyncExternalStore(subscribe, () => revision);
   return overrides.get(environmentId)?.[name];
 }
+
+/** After the user set (or, with undefined, removed) their override: the grid shows it at once. */
+export function applyOwnOverride(
+  environmentId: string,
+  name: string,
+  value: string | undefined,
+): void {
+  const next = new Map(overrides);
+  const values = { ...next.get(environmentId) };
+  if (value === undefined) delete values[name];
+  else values[name] = value;
+  next.set(environmentId, values);
+  overrides = next;
+  notify();
+}

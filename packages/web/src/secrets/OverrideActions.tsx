@@ -1,0 +1,124 @@
+import { lazy, Suspense, useSyncExternalStore } from 'react';
+import { useProjectContext } from '../pages/ProjectLayout';
+import './overrides.css';
+
+// Setting, changing and removing one's own personal override from the grid.
+// A cell offers "Override for me" (or, when the user holds one, "Change my
+// override" and "Remove my override"); the dialog opens once, above the grid,
+// so the grid's keyboard shortcuts never see what is typed in it.
+
+export interface OverrideRequest {
+  projectId: string;
+  environmentId: string;
+  environmentName: string;
+  name: string;
+  /** The user's current override, if they hold one. */
+  current: string | undefined;
+  mode: 'set' | 'remove';
+}
+
+let request: OverrideRequest | null = null;
+const listeners = new Set<() => void>();
+const subscribe = (listener: () => void) => {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+};
+function open(next: OverrideRequest | null) {
+  request = next;
+  listeners.forEach((listener) => listener());
+}
+
+const OverrideDialog = lazy(() =>
+  import('./OverrideDialog').then((m) => ({ default: m.OverrideDialog })),
+);
+
+/** The override dialog, when a cell asked for it (rendered once by the secrets page). */
+export function OverrideDialogHost() {
+  const current = useSyncExternalStore(subscribe, () => request);
+  if (!current) return null;
+  return (
+    <Suspense fallback={null}>
+      <OverrideDialog request={current} onClose={() => open(null)} />
+    </Suspense>
+  );
+}
+
+const PersonIcon = () => (
+  <svg
+    className="icon-svg"
+    width="14"
+    height="14"
+    viewBox="0 0 24 24"
+    fill="none"
+    stroke="currentColor"
+    strokeWidth="2"
+    strokeLinecap="round"
+    strokeLinejoin="round"
+    aria-hidden="true"
+    focusable="false"
+  >
+    <circle cx="12" cy="8" r="4" />
+    <path d="M4 21a8 8 0 0 1 16 0" />
+  </svg>
+);
+
+const PersonOffIcon = () => (
+  <svg
+    className="icon-svg"
+    width="14"
+    height="14"
+    viewBox="0 0 24 24"
+    fill="none"
+    stroke="currentColor"
+    strokeWidth="2"
+    strokeLinecap="round"
+    strokeLinejoin="round"
+    aria-hidden="true"
+    focusable="false"
+  >
+    <circle cx="12" cy="8" r="4" />
+    <path d="M4 21a8 8 0 0 1 16 0" />
+    <path d="M3 3l18 18" />
+  </svg>
+);
+
+/** A cell's override buttons (for members who may read and write values). */
+export function OverrideActions(cell: Omit<OverrideRequest, 'mode' | 'projectId'>) {
+  const props = { ...cell, projectId: useProjectContext().id };
+  const label = `${props.name} in ${props.environmentName}`;
+  if (props.current === undefined) {
+    return (
+      <button
+        type="button"
+        tabIndex={-1}
+        aria-label={`Override ${label} for me`}
+        title="Override for me: your own value, seen by you alone"
+        onClick={() => open({ ...props, mode: 'set' })}
+      >
+        <PersonIcon />
+      </button>
+    );
+  }
+  return (
+    <>
+      <button
+        type="button"
+        tabIndex={-1}
+        aria-label={`Change my override of ${label}`}
+        title="Change my override"
+        onClick={() => open({ ...props, mode: 'set' })}
+      >
+        <PersonIcon />
+      </button>
+      <button
+        type="button"
+        tabIndex={-1}
+        aria-label={`Remove my override of ${label}`}
+        title="Remove my override: your reads use the team value again"
+        onClick={() => open({ ...props, mode: 'remove' })}
+      >
+        <PersonOffIcon />
+      </button>
+    </>
+  );
+}
