@@ -12,7 +12,9 @@ import {
   rekey,
   setOverride,
   setSecret,
+  watchSecrets,
   type SecretScope,
+  type SecretsSnapshot,
   type VaultSession,
 } from '../src/index.js';
 import { DIALECTS } from '../../server/test/support/db.js';
@@ -139,6 +141,62 @@ for (const dialect of DIALECTS) {
         'pg://${staging.HOST}:${PORT}',
         'the reference is text to the re-key',
       );
+    });
+
+    it('watchSecrets yields again when an environment the values refer to changes, here or in another project, and not for a change they do not use', async () => {
+      await setSecret(scope, 'staging', 'USER', 'ann');
+      await setSecret(scope, 'production', 'WHO', '${staging.USER}');
+      const stop = new AbortController();
+      const snapshots = watchSecrets(scope, 'production', {
+        read: { ...withProjects, overrides: false },
+        signal: stop.signal,
+      });
+      const next = async (): Promise<SecretsSnapshot> => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no snapshot within 20 s')), 20_000);
+        });
+        try {
+          const item = await Promise.race([snapshots.next(), timeout]);
+          assert.ok(!item.done, 'the watch went on');
+          return item.value;
+        } finally {
+          clearTimeout(timer);
+        }
+      };
+      try {
+        const first = await next();
+        assert.equal(first.secrets.WHO, 'ann');
+        assert.equal(first.secrets.PAY, 'sk_live_42');
+
+        // While the watch runs, the feeds opened after that read connect and read once
+        // more (unchanged: nothing is yielded).
+        const pending = next();
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        // Staging, on the project's own feed (no longer filtered to production).
+        await setSecret(scope, 'staging', 'USER', 'bea');
+        const staged = await pending;
+        assert.equal(staged.secrets.WHO, 'bea');
+        assert.equal(
+          staged.event?.type === 'secrets.changed' && staged.event.environment.slug,
+          'staging',
+        );
+
+        // Billing's "live", which PAY reaches through Billing's production: a second feed.
+        await setSecret(billingScope, 'live', 'SUFFIX', 'live_43');
+        assert.equal((await next()).secrets.PAY, 'sk_live_43');
+
+        // A change in staging that no value uses reads the same: nothing is yielded for it
+        // (a snapshot for it would still hold PORT 5432).
+        const after = next();
+        await setSecret(scope, 'staging', 'UNUSED', 'x');
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await setSecret(scope, 'production', 'PORT', '5433');
+        assert.equal((await after).secrets.PORT, '5433');
+      } finally {
+        stop.abort();
+        await snapshots.return(undefined);
+      }
     });
   });
 }
