@@ -1,21 +1,12 @@
 import { lazy, Suspense, useSyncExternalStore } from 'react';
 import { useProjectContext } from '../pages/ProjectLayout';
+import type { OverrideRequest } from './OverrideDialog';
 import './overrides.css';
 
 // Setting, changing and removing one's own personal override from the grid.
 // A cell offers "Override for me" (or, when the user holds one, "Change my
 // override" and "Remove my override"); the dialog opens once, above the grid,
 // so the grid's keyboard shortcuts never see what is typed in it.
-
-export interface OverrideRequest {
-  projectId: string;
-  environmentId: string;
-  environmentName: string;
-  name: string;
-  /** The user's current override, if they hold one. */
-  current: string | undefined;
-  mode: 'set' | 'remove';
-}
 
 let request: OverrideRequest | null = null;
 const listeners = new Set<() => void>();

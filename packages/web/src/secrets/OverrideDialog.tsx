@@ -5,8 +5,18 @@ import { client } from '../lib/client';
 import { keyring } from '../lib/keyring';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
-import type { OverrideRequest } from './OverrideActions';
 import { applyOwnOverride } from './references';
+
+/** What a cell asked for: set (or change) or remove the user's override of one name. */
+export interface OverrideRequest {
+  projectId: string;
+  environmentId: string;
+  environmentName: string;
+  name: string;
+  /** The user's current override, if they hold one. */
+  current: string | undefined;
+  mode: 'set' | 'remove';
+}
 
 /**
  * Sets or removes the user's own override of one name in one environment. The
