@@ -282,7 +282,14 @@ interface EnvironmentState {
   prefix: string;
   /** The project it belongs to as written (null: the home project). */
   project: string | null;
+  /** `values` inherits from Object.prototype (or nothing), which holds no string. */
+  plain: boolean;
 }
+
+const isPlain = (values: object) => {
+  const proto: unknown = Object.getPrototypeOf(values);
+  return proto === Object.prototype || proto === null;
+};
 
 /**
  * Resolves every value of an environment. Values without `${` cost a scan;
@@ -298,7 +305,13 @@ export async function resolveReferences(
   const homeEnvs = new Set(asList(options.environment));
   const homeProjects = new Set(asList(options.project));
   const maxDepth = options.maxDepth ?? MAX_REFERENCE_DEPTH;
-  const home: EnvironmentState = { values, done: new Map(), prefix: '', project: null };
+  const home: EnvironmentState = {
+    values,
+    done: new Map(),
+    prefix: '',
+    project: null,
+    plain: isPlain(values),
+  };
   /** An environment as written (`staging`, `proj/staging`) → its state, or null when unreadable. */
   const prefixes = new Map<string, EnvironmentState | null>();
   const byKey = new Map<string, EnvironmentState>([[homeKey, home]]);
@@ -353,7 +366,7 @@ export async function resolveReferences(
           value += part;
           continue;
         }
-        const target = targetOf(env, part);
+        const target = part.environment === null ? env : targetOf(env, part);
         if (target === null) {
           throw fail(
             label,
@@ -361,6 +374,28 @@ export async function resolveReferences(
             part.text,
             `${part.text} cannot be read: environment "${part.environment}"${part.project !== null ? ` of project "${part.project}"` : ''} does not exist or this credential holds no key for it`,
           );
+        }
+        // One lookup: a plain object inherits no string, so a string found is the target's own.
+        const found: unknown = target.values[part.name];
+        const targetRaw =
+          typeof found === 'string' && (target.plain || Object.hasOwn(target.values, part.name))
+            ? found
+            : undefined;
+        if (targetRaw === undefined) {
+          throw fail(
+            label,
+            'reference_missing',
+            part.text,
+            target === home
+              ? `${part.text}: this environment has no secret ${part.name}`
+              : `${part.text}: environment "${target.prefix}" has no secret ${part.name}`,
+          );
+        }
+        // A value without `$` is its own resolution: nothing to remember about it.
+        if (!targetRaw.includes('$')) {
+          value += targetRaw;
+          if (height === 0) height = 1;
+          continue;
         }
         const known = target.done.get(part.name);
         let r: Resolved;
@@ -378,24 +413,6 @@ export async function resolveReferences(
         } else if (known !== undefined) {
           r = known;
         } else {
-          const targetRaw = Object.hasOwn(target.values, part.name)
-            ? target.values[part.name]!
-            : undefined;
-          if (targetRaw === undefined) {
-            throw fail(
-              label,
-              'reference_missing',
-              part.text,
-              target === home
-                ? `${part.text}: this environment has no secret ${part.name}`
-                : `${part.text}: environment "${target.prefix}" has no secret ${part.name}`,
-            );
-          }
-          if (!targetRaw.includes('$')) {
-            value += targetRaw;
-            if (height === 0) height = 1;
-            continue;
-          }
           if (depth >= maxDepth) {
             throw fail(
               label,
@@ -437,9 +454,12 @@ export async function resolveReferences(
   }
 
   const names = Object.keys(values);
+  // After fetching an environment, go on from the name that needed it: those before are done.
+  let next = 0;
   for (;;) {
     try {
-      for (const name of names) {
+      for (; next < names.length; next++) {
+        const name = names[next]!;
         const raw = values[name]!;
         if (!raw.includes('$')) {
           out.values[name] = raw;
@@ -470,6 +490,7 @@ export async function resolveReferences(
           done: new Map(),
           prefix: err.prefix,
           project: err.target.project,
+          plain: isPlain(loaded.values),
         };
         byKey.set(loaded.key, state);
       }
