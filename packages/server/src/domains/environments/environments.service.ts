@@ -12,7 +12,6 @@ import {
 } from '../../access/project-access.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { newId } from '../../ids.js';
-import type { EnvironmentRow } from '../../access/access.repo.js';
 import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './environments.repo.js';
 import type {
@@ -108,7 +107,7 @@ export function environmentsService(ctx: Deps) {
         throw validation('slug', 'required', 'The name has no letters or digits; give a slug');
       }
       const now = ctx.clock.now().toISOString();
-      const row: EnvironmentRow = {
+      const row: repo.EnvironmentRow = {
         id: newId('environment'),
         project_id: projectId,
         name,

@@ -9,6 +9,7 @@ import {
   requireSession,
 } from '../../access/project-access.js';
 import type { IdentityService } from '../identity/identity.service.js';
+import { findStatements, insertStatements } from './membership-chain.repo.js';
 
 type Deps = Pick<Infra, 'db' | 'clock'> & { identity: Pick<IdentityService, 'publicKeysOf'> };
 
@@ -21,12 +22,7 @@ type Deps = Pick<Infra, 'db' | 'clock'> & { identity: Pick<IdentityService, 'pub
  */
 export function membershipChainService({ db: { kysely: db, dialect }, clock, identity }: Deps) {
   const stored = async (executor: typeof db, projectId: string) => {
-    const rows = await executor
-      .selectFrom('membership_statements')
-      .select('statement')
-      .where('project_id', '=', projectId)
-      .orderBy('seq')
-      .execute();
+    const rows = await findStatements(executor, projectId);
     return rows.map((r) => JSON.parse(r.statement) as MembershipStatement);
   };
 
@@ -103,17 +99,15 @@ export function membershipChainService({ db: { kysely: db, dialect }, clock, ide
           }
         }
         const at = clock.now();
-        await trx
-          .insertInto('membership_statements')
-          .values(
-            statements.map((s) => ({
-              project_id: projectId,
-              seq: s.seq,
-              statement: JSON.stringify(s),
-              created_at: at.toISOString(),
-            })),
-          )
-          .execute();
+        await insertStatements(
+          trx,
+          statements.map((s) => ({
+            project_id: projectId,
+            seq: s.seq,
+            statement: JSON.stringify(s),
+            created_at: at.toISOString(),
+          })),
+        );
         for (const s of statements) {
           await recordAudit(
             trx,
