@@ -19,11 +19,11 @@ import {
   shareCredentialInvalidation,
 } from './domains/identity/credentials.js';
 import { identityService } from './domains/identity/identity.service.js';
-import { invitationsService } from './domains/invitations/invitations.service.js';
+import { invitationsService } from './domains/members/invitations/invitations.service.js';
 import { idempotencyPurge, idempotencyService } from './domains/idempotency/idempotency.service.js';
 import { keyTrustService } from './domains/key-trust/key-trust.service.js';
 import { OutboxWorker } from './domains/mail/outbox-worker.js';
-import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
+import { invitationExpirySweep } from './domains/members/invitations/invitation-expiry.js';
 import { membersService } from './domains/members/members.service.js';
 import { membershipChainService } from './domains/membership-chain/membership-chain.service.js';
 import { overridesService } from './domains/overrides/overrides.service.js';

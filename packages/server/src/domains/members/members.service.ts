@@ -10,8 +10,12 @@ import { recordAudit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import { normalizeEmail } from '../identity/email.js';
 import type { IdentityService } from '../identity/identity.service.js';
-import { hasLapsed, expireLapsedInvitations, revokeLapsed } from './invitation-expiry.js';
-import { invitationMail } from './invitation-mail.js';
+import {
+  hasLapsed,
+  expireLapsedInvitations,
+  revokeLapsed,
+} from './invitations/invitation-expiry.js';
+import { invitationMail } from './invitations/invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
 import {
   lockedProjectAccess,

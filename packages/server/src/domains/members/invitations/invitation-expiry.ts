@@ -1,15 +1,15 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { Database, MemberTable } from '../../db/schema.js';
-import type { Infra } from '../../infra.js';
-import { unclaimed } from '../../db/write-claims.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import type { Database, MemberTable } from '../../../db/schema.js';
+import type { Infra } from '../../../infra.js';
+import { unclaimed } from '../../../db/write-claims.js';
+import { recordAudit, type Actor } from '../../audit/audit.js';
 import {
   findLapsedInvitations,
   revokeLapsedInvitation,
   type LapseScope,
   type LapsedInvitation,
-} from './members.repo.js';
+} from './invitations.repo.js';
 
 /** Expiry is the server's doing, not a user's: audit events carry no actor. */
 const SYSTEM: Actor = { principal: null, ip: null, requestId: null };

@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
-import { lockProject } from '../../db/database.js';
-import type { Database, MemberTable } from '../../db/schema.js';
-import { AppError } from '../../errors.js';
-import type { ListParams } from '../../http/pagination.js';
-import type { Principal } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
-import { matchesHash } from '../identity/credentials.js';
-import type { IdentityService } from '../identity/identity.service.js';
-import { userRef, type MembersService, type MemberWithUser } from '../members/members.service.js';
-import { requireSession } from '../../access/project-access.js';
-import { expireLapsedInvitations, hasLapsed } from '../members/invitation-expiry.js';
+import type { Infra } from '../../../infra.js';
+import { lockProject } from '../../../db/database.js';
+import type { Database, MemberTable } from '../../../db/schema.js';
+import { AppError } from '../../../errors.js';
+import type { ListParams } from '../../../http/pagination.js';
+import type { Principal } from '../../../http/principal.js';
+import { recordAudit, type Actor } from '../../audit/audit.js';
+import { matchesHash } from '../../identity/credentials.js';
+import type { IdentityService } from '../../identity/identity.service.js';
+import { userRef, type MembersService, type MemberWithUser } from '../members.service.js';
+import { requireSession } from '../../../access/project-access.js';
+import { expireLapsedInvitations, hasLapsed } from './invitation-expiry.js';
 import {
   countOpenInvitations,
   listOpenInvitations,
