@@ -31,6 +31,7 @@ import { V1_DOMAINS } from './domains/index.js';
 import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
 import { Metrics, registerMetrics } from './metrics.js';
 import { notifyAfterWrites } from './domains/events/after-write.js';
+import { countPendingDeliveries } from './domains/webhooks/webhooks.repo.js';
 import { markProjectWrites } from './http/project-writes.js';
 
 export interface AppDeps extends Omit<Infrastructure, 'clock'> {
@@ -214,16 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     metrics.gauge(
       'coffer_webhook_deliveries_pending',
       'Webhook deliveries queued and not yet delivered (backlog)',
-      async () =>
-        Number(
-          (
-            await infra.db.kysely
-              .selectFrom('webhook_deliveries')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .where('status', '=', 'pending')
-              .executeTakeFirstOrThrow()
-          ).n,
-        ),
+      () => countPendingDeliveries(infra.db.kysely),
     );
   }
   await app.register(healthRoutes, infra);

@@ -3,6 +3,7 @@ import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { newId } from '../../ids.js';
 import type { Principal } from '../../http/principal.js';
+import { insertAuditEvents } from './audit.repo.js';
 import { chainAuditRows, storeChainHeads } from './chain.js';
 
 /** Who did something, from where: captured from the request, passed to services. */
@@ -88,10 +89,7 @@ export async function insertAuditRows(
   }
   const chained = await chainAuditRows(db, rows);
   for (let i = 0; i < chained.rows.length; i += ROWS_PER_INSERT) {
-    await db
-      .insertInto('audit_events')
-      .values(chained.rows.slice(i, i + ROWS_PER_INSERT))
-      .execute();
+    await insertAuditEvents(db, chained.rows.slice(i, i + ROWS_PER_INSERT));
   }
   await storeChainHeads(db, chained.heads);
 }
