@@ -6,7 +6,7 @@ import { AppError, staleEpoch } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import { normalizeEmail } from '../identity/email.js';
 import type { IdentityService } from '../identity/identity.service.js';
@@ -185,24 +185,13 @@ export function membersService(ctx: Deps) {
           }),
           now,
         );
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'member.invited',
-            targetType: 'member',
-            targetId: member.id,
-            data: {
-              user_id: user.id,
-              email: user.email,
-              new_account: newAccount,
-              before: existing ? { role: existing.role, status: 'revoked' } : null,
-              after: { role: member.role, status: member.status },
-            },
-          },
-          now,
-        );
+        await audit(trx, { actor, projectId, at: now }, 'member.invited', ['member', member.id], {
+          user_id: user.id,
+          email: user.email,
+          new_account: newAccount,
+          before: existing ? { role: existing.role, status: 'revoked' } : null,
+          after: { role: member.role, status: member.status },
+        });
         return { member, user };
       });
       wakeOutbox();
@@ -258,17 +247,12 @@ export function membersService(ctx: Deps) {
           introduction_inviter_proof: input.inviter_proof,
           updated_at: now.toISOString(),
         });
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId,
-            action: 'member.introduced',
-            targetType: 'member',
-            targetId: member.id,
-            data: { user_id: member.user_id, inviter_id: principal.userId, epoch },
-          },
-          now,
+          { actor, projectId, at: now },
+          'member.introduced',
+          ['member', member.id],
+          { user_id: member.user_id, inviter_id: principal.userId, epoch },
         );
       });
     },
@@ -304,22 +288,17 @@ export function membersService(ctx: Deps) {
         await updateMember(trx, member.id, { role, updated_at: updated.updated_at });
         // A viewer holds no key to the vault.
         if (role === 'viewer') await vault.deleteUserGrants(trx, projectId, member.user_id);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
+          { actor, projectId, at: now },
+          'member.role_changed',
+          ['member', member.id],
           {
-            projectId,
-            action: 'member.role_changed',
-            targetType: 'member',
-            targetId: member.id,
-            data: {
-              user_id: member.user_id,
-              status: member.status,
-              before: { role: member.role },
-              after: { role },
-            },
+            user_id: member.user_id,
+            status: member.status,
+            before: { role: member.role },
+            after: { role },
           },
-          now,
         );
         return toUpdated(updated);
       });
@@ -351,25 +330,14 @@ export function membersService(ctx: Deps) {
         );
         const hadSecretAccess = member.status !== 'revoked' && member.role !== 'viewer';
         if (hadSecretAccess) await projects.markRekeyRecommended(trx, projectId);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'member.removed',
-            targetType: 'member',
-            targetId: member.id,
-            data: {
-              user_id: member.user_id,
-              email: member.email,
-              before: { role: member.role, status: member.status },
-              after: null,
-              rekey_recommended: hadSecretAccess,
-              revoked_credentials: revoked,
-            },
-          },
-          now,
-        );
+        await audit(trx, { actor, projectId, at: now }, 'member.removed', ['member', member.id], {
+          user_id: member.user_id,
+          email: member.email,
+          before: { role: member.role, status: member.status },
+          after: null,
+          rekey_recommended: hadSecretAccess,
+          revoked_credentials: revoked,
+        });
         return revoked;
       });
       for (const id of revokedTokens) ctx.credentials.forgetCredential(id);

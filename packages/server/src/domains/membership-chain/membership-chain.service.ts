@@ -1,7 +1,7 @@
 import { CryptoError, verifyMembershipChain, type MembershipStatement } from '@coffer/sdk';
 import type { Infra } from '../../infra.js';
 import { AppError } from '../../errors.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import {
   lockedProjectAccess,
   projectAccess,
@@ -109,18 +109,11 @@ export function membershipChainService({ db: { kysely: db, dialect }, clock, ide
           })),
         );
         for (const s of statements) {
-          await recordAudit(
-            trx,
-            actor,
-            {
-              projectId,
-              action: 'membership.signed',
-              targetType: 'user',
-              targetId: s.user_id,
-              data: { seq: s.seq, kind: s.kind, role: s.role },
-            },
-            at,
-          );
+          await audit(trx, { actor, projectId, at }, 'membership.signed', ['user', s.user_id], {
+            seq: s.seq,
+            kind: s.kind,
+            role: s.role,
+          });
         }
         return { length: state.length, head: state.head, fingerprint: state.fingerprint };
       });

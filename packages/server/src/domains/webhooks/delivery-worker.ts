@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { Infra } from '../../infra.js';
-import { recordAudit } from '../audit/audit.js';
+import { audit, SYSTEM_ACTOR } from '../audit/audit.js';
 import { SecretUnavailableError, signingSecrets } from './secret-box.js';
 import { sendWebhook, type SendResult } from './sender.js';
 import { signatureHeaders } from './signing.js';
@@ -333,22 +333,17 @@ export class WebhookWorker {
       failing_since: failingSince,
       updated_at: atText,
     });
-    await recordAudit(
+    await audit(
       trx,
-      { principal: null, ip: null, requestId: null },
+      { actor: SYSTEM_ACTOR, projectId: webhook.project_id, at },
+      'webhook.disabled',
+      ['webhook', webhook.id],
       {
-        projectId: webhook.project_id,
-        action: 'webhook.disabled',
-        targetType: 'webhook',
-        targetId: webhook.id,
-        data: {
-          reason: 'failing',
-          failing_since: failingSince,
-          last_error: result.error,
-          last_status_code: result.statusCode,
-        },
+        reason: 'failing',
+        failing_since: failingSince,
+        last_error: result.error,
+        last_status_code: result.statusCode,
       },
-      at,
     );
   }
 }

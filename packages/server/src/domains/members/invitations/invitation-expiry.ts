@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Database, MemberTable } from '../../../db/schema.js';
 import type { Infra } from '../../../infra.js';
 import { unclaimed } from '../../../db/write-claims.js';
-import { recordAudit, type Actor } from '../../audit/audit.js';
+import { audit, SYSTEM_ACTOR } from '../../audit/audit.js';
 import {
   findLapsedInvitations,
   revokeLapsedInvitation,
@@ -11,8 +11,6 @@ import {
   type LapsedInvitation,
 } from './invitations.repo.js';
 
-/** Expiry is the server's doing, not a user's: audit events carry no actor. */
-const SYSTEM: Actor = { principal: null, ip: null, requestId: null };
 const BATCH = 200;
 
 /** Whether a row that still says `pending` is in fact a lapsed invitation. */
@@ -37,22 +35,17 @@ export async function revokeLapsed(
   const at = now.toISOString();
   for (const invitation of invitations) {
     if (!(await revokeLapsedInvitation(trx, invitation.id, at))) continue;
-    await recordAudit(
+    await audit(
       trx,
-      SYSTEM,
+      { actor: SYSTEM_ACTOR, projectId: invitation.project_id, at: now },
+      'invitation.expired',
+      ['member', invitation.id],
       {
-        projectId: invitation.project_id,
-        action: 'invitation.expired',
-        targetType: 'member',
-        targetId: invitation.id,
-        data: {
-          user_id: invitation.user_id,
-          role: invitation.role,
-          before: { status: 'pending' },
-          after: { status: 'revoked' },
-        },
+        user_id: invitation.user_id,
+        role: invitation.role,
+        before: { status: 'pending' },
+        after: { status: 'revoked' },
       },
-      now,
     );
   }
 }
