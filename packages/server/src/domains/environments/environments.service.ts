@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { toCount } from '../../db/database.js';
 import { AppError, notFound, validation } from '../../errors.js';
@@ -69,7 +69,7 @@ function requireManager(
   }
 }
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'listingCache'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'listingCache'> & {
   vault: Pick<VaultService, 'deleteEnvironmentGrants'>;
 };
 

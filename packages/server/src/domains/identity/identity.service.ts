@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { DEFAULT_KDF_PARAMS } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
@@ -93,7 +93,7 @@ const isUniqueViolation = (error: unknown): boolean =>
 export type IdentityService = ReturnType<typeof identityService>;
 
 export function identityService(
-  ctx: Pick<Infra, 'config' | 'db' | 'clock'> & { credentials: CredentialForgetting },
+  ctx: Pick<SharedDeps, 'config' | 'db' | 'clock'> & { credentials: CredentialForgetting },
 ) {
   const db = ctx.db.kysely;
   const minimum = ctx.config.kdfMinimum;

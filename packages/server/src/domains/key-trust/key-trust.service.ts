@@ -1,5 +1,5 @@
 import { fingerprint, verifyKeyPins, type KeyPinsDocument } from '@coffer/sdk';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { projectAccess, requireSession } from '../../access/project-access.js';
@@ -13,7 +13,7 @@ import {
   type KeyPinsRow,
 } from './key-trust.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock'> & {
   identity: Pick<IdentityService, 'publicKeysOf'>;
   vault: Pick<VaultService, 'keyHolders'>;
 };

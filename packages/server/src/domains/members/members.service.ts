@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Updateable } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database, MemberTable } from '../../db/schema.js';
 import { AppError, staleEpoch } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -57,7 +57,7 @@ export const userRef = (row: { user_id: string; email: string; name: string }): 
   name: row.name,
 });
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & {
   /** Called after a commit that wrote an outbox message. */
   wakeOutbox: () => void;
   credentials: CredentialForgetting;

@@ -1,5 +1,5 @@
 import { CryptoError, verifyMembershipChain, type MembershipStatement } from '@coffer/sdk';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { AppError } from '../../errors.js';
 import { audit, type Actor } from '../audit/audit.js';
 import {
@@ -11,7 +11,7 @@ import {
 import type { IdentityService } from '../identity/identity.service.js';
 import { findStatements, insertStatements } from './membership-chain.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'> & { identity: Pick<IdentityService, 'publicKeysOf'> };
+type Deps = Pick<SharedDeps, 'db' | 'clock'> & { identity: Pick<IdentityService, 'publicKeysOf'> };
 
 /**
  * The signed membership chain of each project. Clients are its judges: they

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound } from '../../errors.js';
 import type { ListParams } from '../../http/pagination.js';
@@ -10,7 +10,7 @@ import { audit, type Actor } from '../audit/audit.js';
 import * as repo from './overrides.repo.js';
 import type { OverrideNameObject, OverrideObject, OverrideSort } from './overrides.schemas.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<SharedDeps, 'db' | 'clock'>;
 
 const toOverride = (row: OverrideObject): OverrideObject => ({
   id: row.id,

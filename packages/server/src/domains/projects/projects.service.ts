@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -49,7 +49,7 @@ const toProject = (row: ProjectRow, role: Role): Project => ({
   role,
 });
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<SharedDeps, 'db' | 'clock'>;
 
 export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
   return {

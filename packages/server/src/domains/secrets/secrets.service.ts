@@ -1,6 +1,6 @@
 import { envelopeEpoch } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { environmentWriter } from '../../db/environment-write.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, staleEpoch, validation } from '../../errors.js';
@@ -73,7 +73,10 @@ interface ListingResult {
   countRead(): void;
 }
 
-interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache' | 'changeTokens'> {
+interface SecretsServiceDeps extends Pick<
+  SharedDeps,
+  'db' | 'clock' | 'listingCache' | 'changeTokens'
+> {
   /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
   readAudit: AuditBuffer;
 }

@@ -1,6 +1,6 @@
 import { generateBearer, TOKEN_PREFIXES } from '@coffer/sdk';
 import type { Kysely, Selectable } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import type { ListParams } from '../../http/pagination.js';
@@ -19,7 +19,7 @@ import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './tokens.repo.js';
 import { MAX_CI_TOKEN_TTL_SECONDS } from './tokens.schemas.js';
 
-type TokensDeps = Pick<Infra, 'db' | 'clock'> & {
+type TokensDeps = Pick<SharedDeps, 'db' | 'clock'> & {
   credentials: CredentialForgetting;
   vault: Pick<VaultService, 'environmentsOf' | 'stateOf' | 'insertGrants' | 'deleteGrantsOf'>;
 };

@@ -1,6 +1,6 @@
 import { envelopeEpoch, fingerprint } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, staleEpoch, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
@@ -15,7 +15,7 @@ import { grantRow, grantView, invalidSignatures, signatureFailures } from './gra
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';
 
-type VaultDeps = Pick<Infra, 'db' | 'clock' | 'listingCache'>;
+type VaultDeps = Pick<SharedDeps, 'db' | 'clock' | 'listingCache'>;
 
 interface MemberGrantInput {
   recipient_id: string;

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { audit, SYSTEM_ACTOR } from '../audit/audit.js';
 import { SecretUnavailableError, signingSecrets } from './secret-box.js';
 import { sendWebhook, type SendResult } from './sender.js';
@@ -44,7 +44,7 @@ export interface DeliverySource {
   ): Promise<{ deliveries: repo.NewDelivery[]; cursor: string | null }>;
 }
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & {
   log: FastifyBaseLogger;
   source: DeliverySource;
 };

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, type ErrorDetail } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -19,7 +19,7 @@ import { newSigningSecret } from './signing.js';
 import * as repo from './webhooks.repo.js';
 import { TEST_EVENT_KIND, type WebhookEventKind } from './webhooks.schemas.js';
 
-type WebhooksDeps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+type WebhooksDeps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & {
   vault: Pick<VaultService, 'environmentsOf'>;
   /** Wakes the delivery worker after a commit that queued deliveries. */
   wakeDelivery: () => void;

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database, MemberTable } from '../../../db/schema.js';
-import type { Infra } from '../../../infra.js';
+import type { SharedDeps } from '../../../shared-deps.js';
 import { unclaimed } from '../../../db/write-claims.js';
 import { audit, SYSTEM_ACTOR } from '../../audit/audit.js';
 import {
@@ -76,7 +76,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 
 /** The periodic expiry of lapsed invitations: one per app, started when it is ready. */
 export function invitationExpirySweep(
-  { db, clock }: Pick<Infra, 'db' | 'clock'>,
+  { db, clock }: Pick<SharedDeps, 'db' | 'clock'>,
   log: Pick<FastifyBaseLogger, 'error'>,
 ): { start(): void; stop(): void } {
   let sweep: NodeJS.Timeout | null = null;

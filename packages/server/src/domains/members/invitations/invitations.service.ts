@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../../infra.js';
+import type { SharedDeps } from '../../../shared-deps.js';
 import { lockProject } from '../../../db/database.js';
 import type { Database, MemberTable } from '../../../db/schema.js';
 import { AppError } from '../../../errors.js';
@@ -19,7 +19,7 @@ import {
   type InvitationSort,
 } from './invitations.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock'> & {
   members: Pick<MembersService, 'memberOfUser' | 'updateMember'>;
   identity: Pick<IdentityService, 'markEmailVerified'>;
 };
