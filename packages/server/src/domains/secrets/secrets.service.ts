@@ -429,10 +429,10 @@ export function secretsService(ctx: SecretsServiceDeps) {
           ]);
         }
         if (old.epoch !== epoch) {
-          throw new AppError(
-            'version_conflict',
+          throw staleEpoch(
+            'version',
+            epoch,
             `Version ${input.version} is encrypted under key epoch ${old.epoch}, not the current ${epoch}; write its value again instead`,
-            [{ field: 'version', issue: 'stale_epoch', current_epoch: epoch }],
           );
         }
         const row: repo.SecretRow = {
