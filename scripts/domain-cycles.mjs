@@ -306,11 +306,6 @@ const SQL_ELSEWHERE = [
     why: 'the database layer the repos are built on: connections, the project lock, the write runner, prepared queries, list ordering; migrations, frozen in time, import no repo',
   },
   {
-    path: 'domains/audit/chain.ts',
-    what: 'all',
-    why: "the audit log's hash chain: reserving positions, hashing and storing heads (and verifying in one snapshot) are one algorithm, reviewed as one",
-  },
-  {
     path: '*.service.ts',
     what: 'transaction',
     why: 'a service owns its transactions: the rules and the repo calls it runs inside one commit together',
