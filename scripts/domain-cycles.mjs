@@ -12,6 +12,12 @@
 //    (ARCHITECTURE.md, "Who writes which table"). What another domain needs
 //    written is a method of the owning service that takes the caller's
 //    transaction.
+// 3. SQL lives in repos: Kysely's query builders (selectFrom, insertInto,
+//    updateTable, deleteFrom, replaceInto, mergeInto), `.transaction()` and
+//    raw `sql` (tagged templates and sql.raw/ref/…) appear anywhere under
+//    packages/server/src/ only in a `*.repo.ts` file or in one of the
+//    exceptions in SQL_ELSEWHERE, each with its reason (ARCHITECTURE.md,
+//    "Where SQL is written").
 //
 //   node scripts/domain-cycles.mjs          # check
 //   node scripts/domain-cycles.mjs --graph  # also print each domain's dependencies
@@ -75,8 +81,8 @@ const ALLOWED = {
 
 /** Writes whose table is an expression, not a literal: file → expression → the tables it may name. */
 const DYNAMIC = {
-  'identity/credentials.ts': {
-    'TABLE[entry.principal.kind]': ['sessions', 'api_keys', 'ci_tokens'],
+  'identity/credentials.repo.ts': {
+    'TABLE[kind]': ['sessions', 'api_keys', 'ci_tokens'],
   },
   'tokens/tokens.repo.ts': { table: ['api_keys', 'ci_tokens'] },
 };
@@ -282,4 +288,92 @@ if (problems.length > 0) {
   console.log(
     `Each domain writes only its own tables (${tables.length} tables; ${exceptions} allowed exceptions).`,
   );
+}
+
+// ---- SQL only in repos ----------------------------------------------------
+
+const srcDir = new URL('../packages/server/src/', import.meta.url).pathname;
+
+/**
+ * Where SQL may be written outside a `*.repo.ts` file: a path (a folder ends
+ * with `/`), what may be written there (`all`, or `transaction` for
+ * `.transaction()` alone), and why.
+ */
+const SQL_ELSEWHERE = [
+  {
+    path: 'db/',
+    what: 'all',
+    why: 'the database layer the repos are built on: connections, the project lock, the write runner, prepared queries, list ordering; migrations, frozen in time, import no repo',
+  },
+  {
+    path: '*.service.ts',
+    what: 'transaction',
+    why: 'a service owns its transactions: the rules and the repo calls it runs inside one commit together',
+  },
+  {
+    path: 'domains/audit/audit.ts',
+    what: 'transaction',
+    why: 'the read-audit buffer and insertAuditRows outside a transaction write their events in one of their own',
+  },
+  {
+    path: 'domains/members/invitations/invitation-expiry.ts',
+    what: 'transaction',
+    why: 'the expiry sweep revokes lapsed invitations with their audit events in one transaction',
+  },
+  {
+    path: 'domains/webhooks/delivery-worker.ts',
+    what: 'transaction',
+    why: "the delivery worker moves a webhook's cursor with its queued deliveries, and records an attempt with its consequence, in one transaction each",
+  },
+];
+
+const SQL_USE = [
+  /\.(selectFrom|insertInto|replaceInto|updateTable|deleteFrom|mergeInto)\s*\(/g,
+  /\.(transaction)\s*\(\s*\)/g,
+  /\b(sql)\s*(?:<[^>]*>\s*)?`/g,
+  /\b(sql\.(?:raw|ref|lit|id|table|join|val))\s*\(/g,
+];
+
+function sqlElsewhere(rel, kind) {
+  return SQL_ELSEWHERE.find((e) => {
+    const matches = e.path.startsWith('*')
+      ? rel.endsWith(e.path.slice(1))
+      : e.path.endsWith('/')
+        ? rel.startsWith(e.path)
+        : rel === e.path;
+    return matches && (e.what === 'all' || e.what === kind);
+  });
+}
+
+const sqlProblems = [];
+const usedElsewhere = new Set();
+for (const file of files(srcDir)) {
+  const rel = relative(srcDir, file).split(sep).join('/');
+  if (rel.endsWith('.repo.ts')) continue;
+  const source = withoutComments(readFileSync(file, 'utf8'));
+  for (const pattern of SQL_USE) {
+    for (const m of source.matchAll(pattern)) {
+      const exception = sqlElsewhere(rel, m[1]);
+      if (exception) {
+        usedElsewhere.add(exception);
+        continue;
+      }
+      const line = source.slice(0, m.index).split('\n').length;
+      sqlProblems.push(
+        `packages/server/src/${rel}:${line}: ${m[1]} outside a repo: move the query to the domain's *.repo.ts (or, if it must stay, list the file in SQL_ELSEWHERE with its reason, and in ARCHITECTURE.md)`,
+      );
+    }
+  }
+}
+for (const exception of SQL_ELSEWHERE) {
+  if (!usedElsewhere.has(exception))
+    sqlProblems.push(
+      `SQL_ELSEWHERE: ${exception.path} writes no SQL (${exception.what}) any more; remove the entry (and from ARCHITECTURE.md)`,
+    );
+}
+if (sqlProblems.length > 0) {
+  for (const problem of sqlProblems) console.error(problem);
+  process.exitCode = 1;
+} else {
+  console.log(`SQL is written in repos only (${SQL_ELSEWHERE.length} listed exceptions).`);
 }

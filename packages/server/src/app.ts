@@ -9,7 +9,7 @@ import Fastify, {
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock } from './clock.js';
-import { compose, type Infrastructure } from './compose.js';
+import { compose, type ProcessResources } from './compose.js';
 import { AppError } from './errors.js';
 import { registerErrorHandling, sendError } from './http/errors.js';
 import { trackAnswers, whenAnswered } from './http/connections.js';
@@ -31,10 +31,11 @@ import { V1_DOMAINS } from './domains/index.js';
 import { documentErrorResponses, RATE_LIMITED, SECURITY_SCHEMES } from './http/openapi.js';
 import { Metrics, registerMetrics } from './metrics.js';
 import { notifyAfterWrites } from './domains/events/after-write.js';
+import { countPendingDeliveries } from './domains/webhooks/webhooks.repo.js';
 import { markProjectWrites } from './http/project-writes.js';
 
-export interface AppDeps extends Omit<Infrastructure, 'clock'> {
-  clock?: Infrastructure['clock'];
+export interface AppDeps extends Omit<ProcessResources, 'clock'> {
+  clock?: ProcessResources['clock'];
   rateLimitStore?: RateLimitStore;
   logger?: FastifyServerOptions['logger'];
   /** TLS material; without it the instance speaks plain HTTP (tests inject, proxies terminate TLS). */
@@ -135,13 +136,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const { port: metricsPort, token: metricsToken } = config.metrics;
   const metrics = metricsPort !== null || metricsToken !== null ? new Metrics() : undefined;
   app.decorate('metrics', metrics ?? null);
-  const { resolver, infra } = parts;
+  const { resolver, shared } = parts;
 
   registerErrorHandling(app);
   registerParameterCoercion(app);
   registerTextCheck(app);
   const pipeline = registerPipeline(app, { config, clock, resolver, rateLimitStore });
-  if (infra.changeTokens) markProjectWrites(app, infra.changeTokens);
+  if (shared.changeTokens) markProjectWrites(app, shared.changeTokens);
   conventions = pipeline.onRequest;
   countAnonymous = pipeline.countAnonymous;
   registerIdempotency(app, parts);
@@ -190,10 +191,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       app,
       metrics,
       {
-        ...infra,
+        ...shared,
         outbox: parts.outbox,
         readCaches: {
-          listing: infra.listingCache,
+          listing: shared.listingCache,
           access: parts.services.secrets.caches.access,
           secret: parts.services.secrets.caches.secret,
           credential: parts.credentials,
@@ -214,19 +215,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     metrics.gauge(
       'coffer_webhook_deliveries_pending',
       'Webhook deliveries queued and not yet delivered (backlog)',
-      async () =>
-        Number(
-          (
-            await infra.db.kysely
-              .selectFrom('webhook_deliveries')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .where('status', '=', 'pending')
-              .executeTakeFirstOrThrow()
-          ).n,
-        ),
+      () => countPendingDeliveries(shared.db.kysely),
     );
   }
-  await app.register(healthRoutes, infra);
+  await app.register(healthRoutes, shared);
   await app.register(docsRoutes);
   const v1Deps = { ...parts.services, rekeyBodyLimitBytes: config.rekeyBodyLimitBytes };
   await app.register(
@@ -235,7 +227,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardRoutes, infra);
+  await app.register(dashboardRoutes, shared);
 
   return app;
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Migrator } from 'kysely';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { openDatabase, targetFromConfig, type Db } from './db/database.js';
+import { appliedMigrations, openDatabase, targetFromConfig, type Db } from './db/database.js';
 import { migrationProvider } from './db/migrations/index.js';
 import { OpsError } from './ops/backup.js';
 
@@ -127,12 +127,7 @@ async function auditVerify(config: Config): Promise<number> {
   const db = await open(config);
   try {
     const { verifyAuditChains } = await import('./domains/audit/chain.js');
-    const migrations = await db.kysely
-      .selectFrom('kysely_migration' as never)
-      .select('name' as never)
-      .execute()
-      .catch(() => []);
-    if (!(migrations as { name: string }[]).some((m) => m.name === '2026-12-01-005-audit-chain')) {
+    if (!(await appliedMigrations(db)).includes('2026-12-01-005-audit-chain')) {
       throw new OpsError('the database has no audit chain yet; run coffer-server migrate first');
     }
     const reports = await verifyAuditChains(db.kysely, db.dialect);

@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 import { LocalChangeTokens, RedisChangeTokens, type ChangeTokens } from './db/change-tokens.js';
 import type { Db } from './db/database.js';
 import type { CredentialResolver } from './http/principal.js';
-import type { Infra } from './infra.js';
+import type { SharedDeps } from './shared-deps.js';
 import { AuditBuffer } from './domains/audit/audit.js';
 import { auditService } from './domains/audit/audit.service.js';
 import { environmentsService } from './domains/environments/environments.service.js';
@@ -19,11 +19,11 @@ import {
   shareCredentialInvalidation,
 } from './domains/identity/credentials.js';
 import { identityService } from './domains/identity/identity.service.js';
-import { invitationsService } from './domains/invitations/invitations.service.js';
+import { invitationsService } from './domains/members/invitations/invitations.service.js';
 import { idempotencyPurge, idempotencyService } from './domains/idempotency/idempotency.service.js';
 import { keyTrustService } from './domains/key-trust/key-trust.service.js';
 import { OutboxWorker } from './domains/mail/outbox-worker.js';
-import { invitationExpirySweep } from './domains/members/invitation-expiry.js';
+import { invitationExpirySweep } from './domains/members/invitations/invitation-expiry.js';
 import { membersService } from './domains/members/members.service.js';
 import { membershipChainService } from './domains/membership-chain/membership-chain.service.js';
 import { overridesService } from './domains/overrides/overrides.service.js';
@@ -36,8 +36,12 @@ import { WebhookWorker } from './domains/webhooks/delivery-worker.js';
 import { feedSource, latestEventId } from './domains/webhooks/feed-source.js';
 import { webhooksService } from './domains/webhooks/webhooks.service.js';
 
-/** What the app is built from: configuration and connections, nothing of a domain. */
-export interface Infrastructure {
+/**
+ * What the process hands the app to build itself from: configuration, the
+ * database and Redis connections it opened (and closes), the clock; nothing of
+ * a domain. `compose` turns it into `SharedDeps`.
+ */
+export interface ProcessResources {
   config: Config;
   db: Db;
   clock: Clock;
@@ -51,20 +55,20 @@ export interface Infrastructure {
 
 /**
  * The composition root: every service, buffer, worker and cache of one app,
- * built once from the infrastructure. Route plugins receive the services they
+ * built once from the process's resources. Route plugins receive the services they
  * call (`Services`); nothing else constructs a service.
  */
-export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) {
-  const { config, db, redis } = infrastructure;
-  const clock = claimedClock(infrastructure.clock);
+export function compose(resources: ProcessResources, log: FastifyBaseLogger) {
+  const { config, db, redis } = resources;
+  const clock = claimedClock(resources.clock);
   const listingCache =
-    infrastructure.listingCache ??
+    resources.listingCache ??
     new ListingCache({
       ...(redis ? { redis, channel: `${config.redisKeyPrefix}listings` } : {}),
       onError: (err) => log.warn({ err }, 'listing cache: Redis invalidation failed'),
     });
   const changeTokens = changeTokensFor(db, redis ?? null, config.redisKeyPrefix, log);
-  const infra: Infra = { config, db, clock, listingCache, changeTokens };
+  const shared: SharedDeps = { config, db, clock, listingCache, changeTokens };
 
   // State of the app (never of a module): resolved credentials, the outbox
   // worker, read audits waiting to be written, the invitation expiry sweep.
@@ -78,12 +82,12 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
         (err) => log.warn({ err }, 'credential cache: Redis invalidation failed'),
       )
     : null;
-  const resolver = infrastructure.resolver ?? credentialResolver(db.kysely, credentials);
+  const resolver = resources.resolver ?? credentialResolver(db.kysely, credentials);
   const outbox = new OutboxWorker({ db, clock, config, log });
   const readAudit = new AuditBuffer(db.kysely, {
     onError: (err, dropped) => log.error({ err, dropped }, 'writing read audit events failed'),
   });
-  const invitationSweep = invitationExpirySweep(infra, log);
+  const invitationSweep = invitationExpirySweep(shared, log);
   const webhookWorker = new WebhookWorker({ db, clock, config, log, source: feedSource });
   // The change feed: told of every committed write (across instances with
   // Redis), it reads the new events from the audit log once per project.
@@ -98,15 +102,15 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
   });
   // Webhooks turn the feed's new events into deliveries when a project changes.
   notifier.subscribe((projectId) => webhookWorker.wake(projectId));
-  const idempotency = idempotencyService(infra);
+  const idempotency = idempotencyService(shared);
   const idempotencySweep = idempotencyPurge(idempotency, log);
 
   // A service that calls another domain receives that domain's service.
   const identity = identityService({ config, db, clock, credentials });
-  const projects = projectsService(infra);
-  const vault = vaultService(infra);
+  const projects = projectsService(shared);
+  const vault = vaultService(shared);
   const tokens = tokensService({ db, clock, credentials, vault });
-  const overrides = overridesService(infra);
+  const overrides = overridesService(shared);
   const members = membersService({
     db,
     clock,
@@ -124,26 +128,26 @@ export function compose(infrastructure: Infrastructure, log: FastifyBaseLogger) 
     identity,
     projects,
     members,
-    invitations: invitationsService({ ...infra, members, identity }),
-    environments: environmentsService({ ...infra, vault }),
-    secrets: secretsService({ ...infra, readAudit }),
-    audit: auditService(infra),
+    invitations: invitationsService({ ...shared, members, identity }),
+    environments: environmentsService({ ...shared, vault }),
+    secrets: secretsService({ ...shared, readAudit }),
+    audit: auditService(shared),
     vault,
     tokens,
-    keyTrust: keyTrustService({ ...infra, identity, vault }),
-    membershipChain: membershipChainService({ ...infra, identity }),
+    keyTrust: keyTrustService({ ...shared, identity, vault }),
+    membershipChain: membershipChainService({ ...shared, identity }),
     webhooks: webhooksService({
-      ...infra,
+      ...shared,
       vault,
       wakeDelivery: () => webhookWorker.wake(),
       latestEventId,
     }),
     overrides,
-    events: eventsService({ ...infra, hub: feedHub }),
+    events: eventsService({ ...shared, hub: feedHub }),
   };
 
   return {
-    infra,
+    shared,
     services,
     credentials,
     resolver,

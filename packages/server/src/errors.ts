@@ -64,10 +64,12 @@ export const validation = (field: string, issue: string, message?: string) =>
 /**
  * `409 version_conflict` (issue `stale_epoch`) for anything keyed to another
  * epoch than the vault's: a grant, a re-key's starting epoch, a value
- * encrypted under an older key. Clients refresh their grant and retry.
+ * encrypted under an older key. Clients refresh their grant and retry;
+ * `message` says what else to do where retrying cannot help (an old version
+ * restored).
  */
-export function staleEpoch(field: string, currentEpoch: number): AppError {
-  const message =
+export function staleEpoch(field: string, currentEpoch: number, message?: string): AppError {
+  message ??=
     currentEpoch === 0
       ? 'The vault of this project is not initialised yet: an admin must grant the project key first'
       : `The vault is at key epoch ${currentEpoch}: fetch your grant again and retry with that epoch`;

@@ -6,6 +6,7 @@ import { RedisChangeTokens, type ChangeTokens } from './db/change-tokens.js';
 import type { Db } from './db/database.js';
 import { AppError } from './errors.js';
 import { RateLimitedError } from './http/pipeline.js';
+import { countOutbox } from './domains/mail/outbox.repo.js';
 
 /**
  * Prometheus metrics of one app, on a registry of its own (never prom-client's
@@ -252,16 +253,7 @@ function observeContext(app: FastifyInstance, metrics: Metrics, ctx: ObservedPar
     tokens.onTokenSeen = (lagMs) => observe(lagMs / 1000);
   }
   const db = ctx.db;
-  const outboxCount = async (status: 'pending' | 'failed') =>
-    Number(
-      (
-        await db.kysely
-          .selectFrom('outbox')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('status', '=', status)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const outboxCount = (status: 'pending' | 'failed') => countOutbox(db.kysely, status);
   metrics.gauge(
     'coffer_outbox_pending',
     'E-mails waiting in the outbox to be delivered (backlog)',

@@ -535,24 +535,24 @@ export async function history(
   name: string,
 ): Promise<DecryptedVersion[]> {
   const environmentId = await environmentIdOf(scope.client, scope.projectId, env);
-  const out: DecryptedVersion[] = [];
-  for (let page = 1; ; page++) {
-    const res = await listSecretVersions(scope.client, scope.projectId, environmentId, name, {
+  const versions = await allPages((page, per_page) =>
+    listSecretVersions(scope.client, scope.projectId, environmentId, name, {
       page,
-      per_page: 100,
+      per_page,
       sort: 'version',
       order: 'desc',
+    }),
+  );
+  const out: DecryptedVersion[] = [];
+  for (const v of versions) {
+    out.push({
+      version: v.version,
+      value: await decrypt(scope, environmentId, name, v.value),
+      created_at: v.created_at,
+      created_by: v.created_by,
     });
-    for (const v of res.data) {
-      out.push({
-        version: v.version,
-        value: await decrypt(scope, environmentId, name, v.value),
-        created_at: v.created_at,
-        created_by: v.created_by,
-      });
-    }
-    if (page >= res.pagination.total_pages) return out;
   }
+  return out;
 }
 
 /** Makes an earlier version's value current again (as a new version); returns it decrypted. */

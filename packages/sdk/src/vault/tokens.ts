@@ -1,7 +1,7 @@
 import { createGrant, encodeKeyPart, ready } from '../crypto/index.js';
 import { randomBytes, sodium } from '../crypto/sodium.js';
 import { tokenKeysFromKeyPart } from '../crypto/token-signing.js';
-import { apiPath, type CofferClient } from '../client/http.js';
+import { allPages, apiPath, type CofferClient } from '../client/http.js';
 import {
   postApiKey,
   postCiToken,
@@ -30,16 +30,13 @@ export async function listEnvironmentRefs(
   client: CofferClient,
   projectId: string,
 ): Promise<{ id: string; slug: string; name: string }[]> {
-  const all: { id: string; slug: string; name: string }[] = [];
-  for (let page = 1; ; page++) {
-    const res = await client.requestPage<{ id: string; slug: string; name: string }>(
+  return allPages((page, per_page) =>
+    client.requestPage<{ id: string; slug: string; name: string }>(
       'GET',
       apiPath`/v1/projects/${projectId}/environments`,
-      { query: { page, per_page: 100, sort: 'created_at', order: 'asc' } },
-    );
-    all.push(...res.data);
-    if (page >= res.pagination.total_pages) return all;
-  }
+      { query: { page, per_page, sort: 'created_at', order: 'asc' } },
+    ),
+  );
 }
 
 async function resolveScopes(

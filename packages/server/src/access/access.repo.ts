@@ -1,16 +1,12 @@
-import type { Compilable, Kysely, Selectable } from 'kysely';
-import type { Database, EnvironmentTable } from '../db/schema.js';
+import type { Compilable, Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
 import { preparedQuery } from '../db/prepared-query.js';
 import type { Role } from '../http/principal.js';
+import { isEnvironmentId, type EnvironmentRow } from '../domains/environments/environments.repo.js';
 
 // The SQL that decides who may do what in a project: the caller's active
 // membership, alone or joined to the environment a request names. Its compiled
 // text is in packages/server/sql/ (`npm run sql`).
-
-export type EnvironmentRow = Selectable<EnvironmentTable>;
-
-/** `{env}` in a path is an `env_` id or a slug; slugs never contain `_`, so the two cannot collide. */
-export const isEnvironmentId = (ref: string) => ref.startsWith('env_');
 
 /** The role of a user's ACTIVE membership of a project, if any. */
 export function findActiveMembership(

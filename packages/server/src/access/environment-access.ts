@@ -8,11 +8,8 @@ import {
   projectAccess,
   type ProjectAccess,
 } from './project-access.js';
-import {
-  findEnvironmentWithMembership,
-  type EnvironmentRow,
-  type EnvironmentWithMembership,
-} from './access.repo.js';
+import { findEnvironmentWithMembership, type EnvironmentWithMembership } from './access.repo.js';
+import type { EnvironmentRow } from '../domains/environments/environments.repo.js';
 
 /** An environment together with what the caller may do in it. */
 export interface EnvironmentContext {

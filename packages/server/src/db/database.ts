@@ -376,6 +376,16 @@ function postgresDb(kysely: Kysely<Database>, statements: StatementCounts): Db {
   };
 }
 
+/** The names of the migrations applied to the database (none before the first). */
+export async function appliedMigrations(db: Db): Promise<string[]> {
+  const rows = await db.kysely
+    .selectFrom('kysely_migration' as never)
+    .select('name' as never)
+    .execute()
+    .catch(() => []);
+  return (rows as { name: string }[]).map((m) => m.name);
+}
+
 export async function migrateToLatest(db: Db): Promise<void> {
   const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
   const { error, results } = await migrator.migrateToLatest();

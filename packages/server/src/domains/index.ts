@@ -3,7 +3,7 @@ import type { Services } from '../compose.js';
 import { auditRoutes } from './audit/audit.routes.js';
 import { environmentsRoutes } from './environments/environments.routes.js';
 import { secretsRoutes } from './secrets/secrets.routes.js';
-import { invitationsRoutes } from './invitations/invitations.routes.js';
+import { invitationsRoutes } from './members/invitations/invitations.routes.js';
 import { membersRoutes } from './members/members.routes.js';
 import { projectsRoutes } from './projects/projects.routes.js';
 import { identityRoutes } from './identity/identity.routes.js';

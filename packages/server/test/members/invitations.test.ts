@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashToken } from '../../src/domains/identity/credentials.js';
-import { expireLapsedInvitations } from '../../src/domains/members/invitation-expiry.js';
+import { expireLapsedInvitations } from '../../src/domains/members/invitations/invitation-expiry.js';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signUp, uniqueEmail } from '../support/users.js';

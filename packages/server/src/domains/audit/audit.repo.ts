@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { offsetOf, type ListParams } from '../../http/pagination.js';
 
@@ -42,4 +42,12 @@ export async function listAuditEvents(
     .select((eb) => eb.fn.countAll().as('total'))
     .executeTakeFirstOrThrow();
   return { rows, total: Number(total) };
+}
+
+/** Inserts audit events (already chained, see `chain.ts`). */
+export async function insertAuditEvents(
+  db: Kysely<Database>,
+  rows: readonly Insertable<AuditEventTable>[],
+): Promise<void> {
+  await db.insertInto('audit_events').values(rows).execute();
 }

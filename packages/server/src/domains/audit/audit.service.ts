@@ -1,4 +1,4 @@
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { ListParams } from '../../http/pagination.js';
 import { projectAccess, requireRole } from '../../access/project-access.js';
 import type { Actor } from './audit.js';
@@ -31,7 +31,7 @@ const toAuditEvent = (row: AuditEventRow): AuditEventObject => ({
   created_at: row.created_at,
 });
 
-export function auditService(ctx: Pick<Infra, 'db'>) {
+export function auditService(ctx: Pick<SharedDeps, 'db'>) {
   const db = ctx.db.kysely;
   return {
     /** The project's audit log, for admins (and admin API keys). */

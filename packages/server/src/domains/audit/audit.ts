@@ -3,6 +3,7 @@ import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { newId } from '../../ids.js';
 import type { Principal } from '../../http/principal.js';
+import { insertAuditEvents } from './audit.repo.js';
 import { chainAuditRows, storeChainHeads } from './chain.js';
 
 /** Who did something, from where: captured from the request, passed to services. */
@@ -11,6 +12,9 @@ export interface Actor {
   readonly ip: string | null;
   readonly requestId: string | null;
 }
+
+/** The server itself (an expiry, a webhook disabled for failing): events without an actor. */
+export const SYSTEM_ACTOR: Actor = { principal: null, ip: null, requestId: null };
 
 export const actorOf = (request: FastifyRequest): Actor => ({
   principal: request.principal,
@@ -56,17 +60,32 @@ export function auditRows(
   return entries.map((entry) => auditRow(actor, entry, at));
 }
 
+/** Who did it (the request's actor and credential), in which project, when. */
+export interface AuditScope {
+  readonly actor: Actor;
+  readonly projectId: string | null;
+  readonly at: Date;
+}
+
+/** What an event is about, as `[type, id]`: `['member', memberId]`. */
+export type AuditTarget = readonly [type: string, id: string];
+
 /**
- * Appends an audit event. Call it with the transaction's handle so the event
- * commits (or rolls back) together with the change it records.
+ * Records that `action` happened (to `target`, with `data`): one audit event,
+ * written with the caller's transaction so that it commits (or rolls back)
+ * together with the change it records.
  */
-export async function recordAudit(
-  db: Kysely<Database>,
-  actor: Actor,
-  entry: AuditEntry,
-  at: Date,
+export async function audit(
+  trx: Kysely<Database>,
+  { actor, projectId, at }: AuditScope,
+  action: string,
+  target: AuditTarget | null,
+  data?: Record<string, unknown>,
 ): Promise<void> {
-  await insertAuditRows(db, [auditRow(actor, entry, at)]);
+  const entry: AuditEntry = { projectId, action };
+  if (target) [entry.targetType, entry.targetId] = target;
+  if (data) entry.data = data;
+  await insertAuditRows(trx, [auditRow(actor, entry, at)]);
 }
 
 /** Rows per INSERT: 15 columns each stays far below every driver's parameter limit. */
@@ -88,10 +107,7 @@ export async function insertAuditRows(
   }
   const chained = await chainAuditRows(db, rows);
   for (let i = 0; i < chained.rows.length; i += ROWS_PER_INSERT) {
-    await db
-      .insertInto('audit_events')
-      .values(chained.rows.slice(i, i + ROWS_PER_INSERT))
-      .execute();
+    await insertAuditEvents(db, chained.rows.slice(i, i + ROWS_PER_INSERT));
   }
   await storeChainHeads(db, chained.heads);
 }

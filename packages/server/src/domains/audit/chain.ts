@@ -2,6 +2,15 @@ import { createHash } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { idLiteral } from '../../ids.js';
+import {
+  auditedProjects,
+  chainHeads,
+  chainPage,
+  firstUnchainedEvent,
+  inSnapshot,
+  reserveChainPositions,
+  updateChainHead,
+} from './chain.repo.js';
 
 /**
  * The audit log as hash chains, one per project (and one, keyed '', for events
@@ -101,16 +110,7 @@ export async function chainAuditRows(
   const heads: ChainHead[] = [];
   for (const chain of [...byChain.keys()].sort()) {
     const list = byChain.get(chain)!;
-    const reserved = await trx
-      .insertInto('audit_chain_heads')
-      .values({ chain, seq: list.length, hash: GENESIS_HASH })
-      .onConflict((oc) =>
-        oc.column('chain').doUpdateSet((eb) => ({
-          seq: eb('audit_chain_heads.seq', '+', list.length),
-        })),
-      )
-      .returning(['seq', 'hash'])
-      .executeTakeFirstOrThrow();
+    const reserved = await reserveChainPositions(trx, chain, list.length, GENESIS_HASH);
     let seq = Number(reserved.seq) - list.length;
     let prev = reserved.hash;
     for (const row of list) {
@@ -154,13 +154,7 @@ export async function storeChainHeads(
   trx: Kysely<Database>,
   heads: readonly ChainHead[],
 ): Promise<void> {
-  for (const head of heads) {
-    await trx
-      .updateTable('audit_chain_heads')
-      .set({ hash: head.hash })
-      .where('chain', '=', head.chain)
-      .execute();
-  }
+  for (const head of heads) await updateChainHead(trx, head.chain, head.hash);
 }
 
 /** The verdict on one chain. */
@@ -188,13 +182,9 @@ export async function verifyAuditChains(
   db: Kysely<Database>,
   dialect: 'sqlite' | 'postgres',
 ): Promise<ChainReport[]> {
-  let transaction = db.transaction();
-  if (dialect === 'postgres') transaction = transaction.setIsolationLevel('repeatable read');
-  return transaction.execute(async (trx) => {
-    const heads = new Map(
-      (await trx.selectFrom('audit_chain_heads').selectAll().execute()).map((h) => [h.chain, h]),
-    );
-    const projects = await trx.selectFrom('audit_events').select('project_id').distinct().execute();
+  return inSnapshot(db, dialect, async (trx) => {
+    const heads = new Map((await chainHeads(trx)).map((h) => [h.chain, h]));
+    const projects = await auditedProjects(trx);
     const chains = new Set<string>([
       ...heads.keys(),
       ...projects.map((p) => chainOf(p.project_id)),
@@ -213,24 +203,13 @@ async function verifyChain(
   head: { seq: number; hash: string } | undefined,
 ): Promise<ChainReport> {
   const projectId = chain === '' ? null : chain;
-  const events = () =>
-    trx
-      .selectFrom('audit_events')
-      .where((eb) =>
-        projectId === null ? eb('project_id', 'is', null) : eb('project_id', '=', projectId),
-      );
   const report: ChainReport = { projectId, events: 0, head: head?.hash ?? null };
   const broken = (eventId: string | null, seq: number | null, reason: string) => {
     report.broken = { eventId, seq, reason };
     return report;
   };
 
-  const unchained = await events()
-    .select(['id'])
-    .where((eb) => eb.or([eb('chain_seq', 'is', null), eb('hash', 'is', null)]))
-    .orderBy('created_at')
-    .orderBy('id')
-    .executeTakeFirst();
+  const unchained = await firstUnchainedEvent(trx, projectId);
   if (unchained) return broken(unchained.id, null, 'the event has no place in the chain (no hash)');
 
   let expected = 1;
@@ -238,34 +217,7 @@ async function verifyChain(
   let previousId: string | null = null;
   let after: { seq: number; id: string } | null = null;
   for (;;) {
-    let query = events()
-      .select([
-        'id',
-        'project_id',
-        'action',
-        'actor_id',
-        'credential_kind',
-        'credential_id',
-        'ip',
-        'request_id',
-        'target_type',
-        'target_id',
-        'data',
-        'created_at',
-        'chain_seq',
-        'prev_hash',
-        'hash',
-      ])
-      .orderBy('chain_seq')
-      .orderBy('id')
-      .limit(PAGE);
-    if (after) {
-      const { seq, id } = after;
-      query = query.where((eb) =>
-        eb.or([eb('chain_seq', '>', seq), eb.and([eb('chain_seq', '=', seq), eb('id', '>', id)])]),
-      );
-    }
-    const page = await query.execute();
+    const page = await chainPage(trx, projectId, after, PAGE);
     for (const row of page) {
       const seq = Number(row.chain_seq);
       if (seq < expected) {

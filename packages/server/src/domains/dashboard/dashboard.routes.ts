@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { extname, join, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConstraintStrategy, Handler, HTTPVersion } from 'find-my-way';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Config } from '../../config.js';
 import { AppError } from '../../errors.js';
 
@@ -87,7 +87,7 @@ export function servesDashboard(app: FastifyInstance): boolean {
  */
 export async function dashboardRoutes(
   app: FastifyInstance,
-  { config }: Pick<Infra, 'config'>,
+  { config }: Pick<SharedDeps, 'config'>,
 ): Promise<void> {
   const root = servedDir(config);
   if (!root) {

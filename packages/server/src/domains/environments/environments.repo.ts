@@ -1,9 +1,13 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { toCount } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, EnvironmentTable } from '../../db/schema.js';
 import type { ListParams } from '../../http/pagination.js';
 import { offsetOf } from '../../http/pagination.js';
-import { isEnvironmentId, type EnvironmentRow } from '../../access/access.repo.js';
+
+export type EnvironmentRow = Selectable<EnvironmentTable>;
+
+/** `{env}` in a path is an `env_` id or a slug; slugs never contain `_`, so the two cannot collide. */
+export const isEnvironmentId = (ref: string) => ref.startsWith('env_');
 
 export type EnvironmentWithCount = EnvironmentRow & { secret_count: number | string | bigint };
 

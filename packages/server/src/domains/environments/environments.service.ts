@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { toCount } from '../../db/database.js';
 import { AppError, notFound, validation } from '../../errors.js';
@@ -10,9 +10,8 @@ import {
   requireRole,
   type ProjectAccess,
 } from '../../access/project-access.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import { newId } from '../../ids.js';
-import type { EnvironmentRow } from '../../access/access.repo.js';
 import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './environments.repo.js';
 import type {
@@ -70,7 +69,7 @@ function requireManager(
   }
 }
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'listingCache'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'listingCache'> & {
   vault: Pick<VaultService, 'deleteEnvironmentGrants'>;
 };
 
@@ -108,7 +107,7 @@ export function environmentsService(ctx: Deps) {
         throw validation('slug', 'required', 'The name has no letters or digits; give a slug');
       }
       const now = ctx.clock.now().toISOString();
-      const row: EnvironmentRow = {
+      const row: repo.EnvironmentRow = {
         id: newId('environment'),
         project_id: projectId,
         name,
@@ -122,17 +121,12 @@ export function environmentsService(ctx: Deps) {
         requireManager(access, 'developer', 'create environments');
         if (await repo.slugTaken(trx, projectId, slug)) throw slugTaken(slug);
         await repo.insertEnvironment(trx, row);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId,
-            action: 'environment.created',
-            targetType: 'environment',
-            targetId: row.id,
-            data: { name, slug },
-          },
-          ctx.clock.now(),
+          { actor, projectId, at: ctx.clock.now() },
+          'environment.created',
+          ['environment', row.id],
+          { name, slug },
         );
       });
       return toEnvironment({ ...row, secret_count: 0 });
@@ -161,20 +155,15 @@ export function environmentsService(ctx: Deps) {
           updated_at: now.toISOString(),
         };
         await repo.updateEnvironment(trx, before.id, patch);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
+          { actor, projectId, at: now },
+          'environment.updated',
+          ['environment', before.id],
           {
-            projectId,
-            action: 'environment.updated',
-            targetType: 'environment',
-            targetId: before.id,
-            data: {
-              before: { name: before.name, slug: before.slug },
-              after: { name: patch.name ?? before.name, slug: patch.slug ?? before.slug },
-            },
+            before: { name: before.name, slug: before.slug },
+            after: { name: patch.name ?? before.name, slug: patch.slug ?? before.slug },
           },
-          now,
         );
         return { ...before, ...patch };
       });
@@ -190,21 +179,16 @@ export function environmentsService(ctx: Deps) {
         requireManager(access, 'admin', 'delete this environment', environment.id);
         await vault.deleteEnvironmentGrants(trx, projectId, environment.id);
         await repo.deleteEnvironment(trx, environment.id);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
+          { actor, projectId, at: ctx.clock.now() },
+          'environment.deleted',
+          ['environment', environment.id],
           {
-            projectId,
-            action: 'environment.deleted',
-            targetType: 'environment',
-            targetId: environment.id,
-            data: {
-              name: environment.name,
-              slug: environment.slug,
-              secret_count: toCount(environment.secret_count),
-            },
+            name: environment.name,
+            slug: environment.slug,
+            secret_count: toCount(environment.secret_count),
           },
-          ctx.clock.now(),
         );
         return environment;
       });

@@ -1,4 +1,4 @@
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Principal, Role } from '../../http/principal.js';
 import { AppError } from '../../errors.js';
 import { projectAccess } from '../../access/project-access.js';
@@ -24,7 +24,7 @@ export interface StreamTicket {
   release(): void;
 }
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & { hub: FeedHub };
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & { hub: FeedHub };
 
 /**
  * The change feed's streams: who may open one (and how many), the replay from

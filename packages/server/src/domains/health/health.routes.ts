@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { AppError } from '../../errors.js';
 import { NO_CREDENTIAL } from '../../http/openapi.js';
 import { DataEnvelope } from '../../http/schemas.js';
@@ -10,7 +10,10 @@ const Health = DataEnvelope(
 );
 
 /** `/healthz`: the process is alive. `/readyz`: and its database answers. Neither is rate limited. */
-export async function healthRoutes(app: FastifyInstance, { db }: Pick<Infra, 'db'>): Promise<void> {
+export async function healthRoutes(
+  app: FastifyInstance,
+  { db }: Pick<SharedDeps, 'db'>,
+): Promise<void> {
   app.get(
     '/healthz',
     {

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes }
 import { deserialize, serialize } from 'node:v8';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
 import type { WriteClaim } from '../../db/write-claims.js';
 import { deleteExpiredKeys, findLiveKey, insertCommittedKey } from './idempotency.repo.js';
@@ -89,7 +89,7 @@ const settlesWithin = (promise: Promise<unknown>, ms: number) =>
  * Idempotency keys (ARCHITECTURE.md, "Idempotency keys"): the claim a keyed
  * request's write commits under, and the purge of expired keys.
  */
-export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
+export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock'>) {
   // Requests with a key being handled by this instance, by lookup: a repeat
   // waits for the earlier one instead of racing it.
   const handling = new Map<string, Promise<void>>();

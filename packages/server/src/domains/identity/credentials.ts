@@ -3,9 +3,15 @@ import { isWellFormedBearer, ready } from '@coffer/sdk';
 import type { Redis } from 'ioredis';
 import { SUBSCRIBER_OPTIONS } from '../../redis-options.js';
 import type { Kysely } from 'kysely';
-import { preparedQuery } from '../../db/prepared-query.js';
-import type { ApiKeyTable, Database } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
 import type { CredentialResolver, Principal, Resolution, Scopes } from '../../http/principal.js';
+import {
+  apiKeyByHash,
+  ciTokenByHash,
+  recordLastUse,
+  sessionByHash,
+  type TokenRow,
+} from './credentials.repo.js';
 
 /** SHA-256 hex of a bearer or session token: what the database stores instead of the token. */
 export const hashToken = (token: string): string => digest('sha256', token, 'hex');
@@ -35,40 +41,6 @@ const EXPIRED_MESSAGE: Record<Principal['kind'], string> = {
   api_key: 'The API key has expired',
   ci_token: 'The CI token has expired',
 };
-
-const TABLE = { session: 'sessions', api_key: 'api_keys', ci_token: 'ci_tokens' } as const;
-/** What resolving an API key or CI token reads (API keys add their role). */
-const TOKEN_COLUMNS = [
-  'id',
-  'project_id',
-  'created_by',
-  'scopes',
-  'expires_at',
-  'revoked_at',
-  'last_used_at',
-] as const;
-/** A token row as resolving reads it (CI tokens' columns have the same types, `expires_at` never null). */
-type TokenRow = Pick<ApiKeyTable, (typeof TOKEN_COLUMNS)[number]>;
-
-// The lookups behind a credential the cache does not hold (its first request in
-// a while, or one that does not exist), compiled once; on SQLite they run on the
-// read-only connection, so resolving or refusing a credential never queues
-// behind, or ahead of, the writes.
-const apiKeyByHash = preparedQuery((db, hash: string) =>
-  db
-    .selectFrom('api_keys')
-    .select([...TOKEN_COLUMNS, 'role'])
-    .where('token_hash', '=', hash),
-);
-const ciTokenByHash = preparedQuery((db, hash: string) =>
-  db.selectFrom('ci_tokens').select(TOKEN_COLUMNS).where('token_hash', '=', hash),
-);
-const sessionByHash = preparedQuery((db, hash: string) =>
-  db
-    .selectFrom('sessions')
-    .select(['id', 'user_id', 'expires_at', 'last_used_at'])
-    .where('token_hash', '=', hash),
-);
 
 /**
  * How long a resolved credential is trusted without asking the database. A
@@ -226,11 +198,12 @@ export function credentialResolver(
       // Set before the write so concurrent requests on this credential do not all write.
       entry.lastUsedMs = nowMs;
       try {
-        await db
-          .updateTable(TABLE[entry.principal.kind])
-          .set({ last_used_at: now.toISOString() })
-          .where('id', '=', credentialIdOf(entry.principal))
-          .execute();
+        await recordLastUse(
+          db,
+          entry.principal.kind,
+          credentialIdOf(entry.principal),
+          now.toISOString(),
+        );
       } catch {
         // Bookkeeping never fails the request; the next one tries again.
         entry.lastUsedMs = previous;

@@ -1,13 +1,13 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { DEFAULT_KDF_PARAMS } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, validation, type ErrorDetail } from '../../errors.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
 import { newId } from '../../ids.js';
 import type { Principal } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import { requireSession } from '../../access/project-access.js';
 import { hashToken, matchesHash, type CredentialForgetting } from './credentials.js';
 import { normalizeEmail } from './email.js';
@@ -93,7 +93,7 @@ const isUniqueViolation = (error: unknown): boolean =>
 export type IdentityService = ReturnType<typeof identityService>;
 
 export function identityService(
-  ctx: Pick<Infra, 'config' | 'db' | 'clock'> & { credentials: CredentialForgetting },
+  ctx: Pick<SharedDeps, 'config' | 'db' | 'clock'> & { credentials: CredentialForgetting },
 ) {
   const db = ctx.db.kysely;
   const minimum = ctx.config.kdfMinimum;
@@ -297,18 +297,10 @@ export function identityService(
             throw error;
           }
         }
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId: null,
-            action: 'user.signed_up',
-            targetType: 'user',
-            targetId: id,
-            data: { email_verified: emailVerified === 1, had_invitation: existing !== undefined },
-          },
-          now,
-        );
+        await audit(trx, { actor, projectId: null, at: now }, 'user.signed_up', ['user', id], {
+          email_verified: emailVerified === 1,
+          had_invitation: existing !== undefined,
+        });
         const created = (await repo.findUserById(trx, id))!;
         return { user: toUser(created) };
       });
@@ -403,17 +395,12 @@ export function identityService(
         // Another password change won the race: the current password is no longer this one.
         if (!replaced) throw new AppError('forbidden', 'The current password is incorrect');
         const endedIds = await repo.deleteSessionsOfUser(trx, user.id, session.sessionId);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: null,
-            action: 'user.password_changed',
-            targetType: 'user',
-            targetId: user.id,
-            data: { sessions_ended: endedIds.length },
-          },
-          now,
+          { actor, projectId: null, at: now },
+          'user.password_changed',
+          ['user', user.id],
+          { sessions_ended: endedIds.length },
         );
         return endedIds;
       });
@@ -457,17 +444,12 @@ export function identityService(
             'The password changed while recovering; try the recovery again',
           );
         const endedIds = await repo.deleteSessionsOfUser(trx, user.id, null);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: null,
-            action: 'user.password_recovered',
-            targetType: 'user',
-            targetId: user.id,
-            data: { sessions_ended: endedIds.length },
-          },
-          now,
+          { actor, projectId: null, at: now },
+          'user.password_recovered',
+          ['user', user.id],
+          { sessions_ended: endedIds.length },
         );
       });
       ctx.credentials.forgetSessionsOfUser(user.id);

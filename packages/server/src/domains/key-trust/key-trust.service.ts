@@ -1,12 +1,19 @@
 import { fingerprint, verifyKeyPins, type KeyPinsDocument } from '@coffer/sdk';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
 import { projectAccess, requireSession } from '../../access/project-access.js';
 import type { IdentityService } from '../identity/identity.service.js';
 import type { VaultService } from '../vault/vault.service.js';
+import {
+  findPins,
+  findPinsVersion,
+  insertFirstPins,
+  replacePins,
+  type KeyPinsRow,
+} from './key-trust.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock'> & {
   identity: Pick<IdentityService, 'publicKeysOf'>;
   vault: Pick<VaultService, 'keyHolders'>;
 };
@@ -22,11 +29,7 @@ export function keyTrustService({ db: { kysely: db }, clock, identity, vault }: 
   return {
     async getPins(principal: Principal | null) {
       const { userId } = requireSession(principal, 'have key pins');
-      const row = await db
-        .selectFrom('key_pins')
-        .select(['version', 'document', 'signature'])
-        .where('user_id', '=', userId)
-        .executeTakeFirst();
+      const row = await findPins(db, userId);
       if (!row) return { version: 0, document: null, signature: null };
       return {
         version: Number(row.version),
@@ -60,11 +63,7 @@ export function keyTrustService({ db: { kysely: db }, clock, identity, vault }: 
       }
       const at = clock.now().toISOString();
       await db.transaction().execute(async (trx) => {
-        const current = await trx
-          .selectFrom('key_pins')
-          .select('version')
-          .where('user_id', '=', userId)
-          .executeTakeFirst();
+        const current = await findPinsVersion(trx, userId);
         const currentVersion = current ? Number(current.version) : 0;
         if (document.version <= currentVersion) {
           throw new AppError(
@@ -73,20 +72,14 @@ export function keyTrustService({ db: { kysely: db }, clock, identity, vault }: 
             [{ field: 'document.version', issue: 'not_growing', current_version: currentVersion }],
           );
         }
-        const row = {
+        const row: KeyPinsRow = {
           version: document.version,
           document: JSON.stringify(document),
           signature,
           updated_at: at,
         };
         if (current) {
-          const result = await trx
-            .updateTable('key_pins')
-            .set(row)
-            .where('user_id', '=', userId)
-            .where('version', '=', currentVersion)
-            .executeTakeFirst();
-          if (Number(result.numUpdatedRows) !== 1) {
+          if (!(await replacePins(trx, userId, currentVersion, row))) {
             throw new AppError(
               'version_conflict',
               'The key pins changed meanwhile: fetch them and retry',
@@ -94,17 +87,7 @@ export function keyTrustService({ db: { kysely: db }, clock, identity, vault }: 
             );
           }
         } else {
-          await trx
-            .insertInto('key_pins')
-            .values({ user_id: userId, ...row })
-            .onConflict((oc) => oc.column('user_id').doNothing())
-            .execute();
-          const stored = await trx
-            .selectFrom('key_pins')
-            .select('version')
-            .where('user_id', '=', userId)
-            .executeTakeFirstOrThrow();
-          if (Number(stored.version) !== document.version) {
+          if ((await insertFirstPins(trx, userId, row)) !== document.version) {
             throw new AppError(
               'version_conflict',
               'The key pins changed meanwhile: fetch them and retry',

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Transporter } from 'nodemailer';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import {
   claimMessage,
   findDueMessageIds,
@@ -25,7 +25,7 @@ const BATCH = 20;
 const retryDelayMs = (attempts: number): number =>
   Math.min(RETRY_BASE_MS * 2 ** Math.max(0, attempts - 1), RETRY_MAX_MS);
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & { log: FastifyBaseLogger };
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & { log: FastifyBaseLogger };
 
 /**
  * Delivers the outbox: polls every `OUTBOX_POLL_MS` and whenever woken after a

@@ -105,3 +105,16 @@ export async function markFailed(db: Kysely<Database>, id: string, error: string
     .where('id', '=', id)
     .execute();
 }
+
+/** How many e-mails are in the outbox with this status (the metrics' backlog gauges). */
+export async function countOutbox(
+  db: Kysely<Database>,
+  status: 'pending' | 'failed',
+): Promise<number> {
+  const { n } = await db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('status', '=', status)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}

@@ -1,17 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Updateable } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database, MemberTable } from '../../db/schema.js';
 import { AppError, staleEpoch } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import { normalizeEmail } from '../identity/email.js';
 import type { IdentityService } from '../identity/identity.service.js';
-import { hasLapsed, expireLapsedInvitations, revokeLapsed } from './invitation-expiry.js';
-import { invitationMail } from './invitation-mail.js';
+import {
+  hasLapsed,
+  expireLapsedInvitations,
+  revokeLapsed,
+} from './invitations/invitation-expiry.js';
+import { invitationMail } from './invitations/invitation-mail.js';
 import { enqueueEmail } from '../mail/outbox.js';
 import {
   lockedProjectAccess,
@@ -53,7 +57,7 @@ export const userRef = (row: { user_id: string; email: string; name: string }): 
   name: row.name,
 });
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & {
   /** Called after a commit that wrote an outbox message. */
   wakeOutbox: () => void;
   credentials: CredentialForgetting;
@@ -181,24 +185,13 @@ export function membersService(ctx: Deps) {
           }),
           now,
         );
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'member.invited',
-            targetType: 'member',
-            targetId: member.id,
-            data: {
-              user_id: user.id,
-              email: user.email,
-              new_account: newAccount,
-              before: existing ? { role: existing.role, status: 'revoked' } : null,
-              after: { role: member.role, status: member.status },
-            },
-          },
-          now,
-        );
+        await audit(trx, { actor, projectId, at: now }, 'member.invited', ['member', member.id], {
+          user_id: user.id,
+          email: user.email,
+          new_account: newAccount,
+          before: existing ? { role: existing.role, status: 'revoked' } : null,
+          after: { role: member.role, status: member.status },
+        });
         return { member, user };
       });
       wakeOutbox();
@@ -254,17 +247,12 @@ export function membersService(ctx: Deps) {
           introduction_inviter_proof: input.inviter_proof,
           updated_at: now.toISOString(),
         });
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId,
-            action: 'member.introduced',
-            targetType: 'member',
-            targetId: member.id,
-            data: { user_id: member.user_id, inviter_id: principal.userId, epoch },
-          },
-          now,
+          { actor, projectId, at: now },
+          'member.introduced',
+          ['member', member.id],
+          { user_id: member.user_id, inviter_id: principal.userId, epoch },
         );
       });
     },
@@ -300,22 +288,17 @@ export function membersService(ctx: Deps) {
         await updateMember(trx, member.id, { role, updated_at: updated.updated_at });
         // A viewer holds no key to the vault.
         if (role === 'viewer') await vault.deleteUserGrants(trx, projectId, member.user_id);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
+          { actor, projectId, at: now },
+          'member.role_changed',
+          ['member', member.id],
           {
-            projectId,
-            action: 'member.role_changed',
-            targetType: 'member',
-            targetId: member.id,
-            data: {
-              user_id: member.user_id,
-              status: member.status,
-              before: { role: member.role },
-              after: { role },
-            },
+            user_id: member.user_id,
+            status: member.status,
+            before: { role: member.role },
+            after: { role },
           },
-          now,
         );
         return toUpdated(updated);
       });
@@ -347,25 +330,14 @@ export function membersService(ctx: Deps) {
         );
         const hadSecretAccess = member.status !== 'revoked' && member.role !== 'viewer';
         if (hadSecretAccess) await projects.markRekeyRecommended(trx, projectId);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'member.removed',
-            targetType: 'member',
-            targetId: member.id,
-            data: {
-              user_id: member.user_id,
-              email: member.email,
-              before: { role: member.role, status: member.status },
-              after: null,
-              rekey_recommended: hadSecretAccess,
-              revoked_credentials: revoked,
-            },
-          },
-          now,
-        );
+        await audit(trx, { actor, projectId, at: now }, 'member.removed', ['member', member.id], {
+          user_id: member.user_id,
+          email: member.email,
+          before: { role: member.role, status: member.status },
+          after: null,
+          rekey_recommended: hadSecretAccess,
+          revoked_credentials: revoked,
+        });
         return revoked;
       });
       for (const id of revokedTokens) ctx.credentials.forgetCredential(id);

@@ -1,7 +1,7 @@
 import { CryptoError, verifyMembershipChain, type MembershipStatement } from '@coffer/sdk';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { AppError } from '../../errors.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import {
   lockedProjectAccess,
   projectAccess,
@@ -9,8 +9,9 @@ import {
   requireSession,
 } from '../../access/project-access.js';
 import type { IdentityService } from '../identity/identity.service.js';
+import { findStatements, insertStatements } from './membership-chain.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'> & { identity: Pick<IdentityService, 'publicKeysOf'> };
+type Deps = Pick<SharedDeps, 'db' | 'clock'> & { identity: Pick<IdentityService, 'publicKeysOf'> };
 
 /**
  * The signed membership chain of each project. Clients are its judges: they
@@ -21,12 +22,7 @@ type Deps = Pick<Infra, 'db' | 'clock'> & { identity: Pick<IdentityService, 'pub
  */
 export function membershipChainService({ db: { kysely: db, dialect }, clock, identity }: Deps) {
   const stored = async (executor: typeof db, projectId: string) => {
-    const rows = await executor
-      .selectFrom('membership_statements')
-      .select('statement')
-      .where('project_id', '=', projectId)
-      .orderBy('seq')
-      .execute();
+    const rows = await findStatements(executor, projectId);
     return rows.map((r) => JSON.parse(r.statement) as MembershipStatement);
   };
 
@@ -103,30 +99,21 @@ export function membershipChainService({ db: { kysely: db, dialect }, clock, ide
           }
         }
         const at = clock.now();
-        await trx
-          .insertInto('membership_statements')
-          .values(
-            statements.map((s) => ({
-              project_id: projectId,
-              seq: s.seq,
-              statement: JSON.stringify(s),
-              created_at: at.toISOString(),
-            })),
-          )
-          .execute();
+        await insertStatements(
+          trx,
+          statements.map((s) => ({
+            project_id: projectId,
+            seq: s.seq,
+            statement: JSON.stringify(s),
+            created_at: at.toISOString(),
+          })),
+        );
         for (const s of statements) {
-          await recordAudit(
-            trx,
-            actor,
-            {
-              projectId,
-              action: 'membership.signed',
-              targetType: 'user',
-              targetId: s.user_id,
-              data: { seq: s.seq, kind: s.kind, role: s.role },
-            },
-            at,
-          );
+          await audit(trx, { actor, projectId, at }, 'membership.signed', ['user', s.user_id], {
+            seq: s.seq,
+            kind: s.kind,
+            role: s.role,
+          });
         }
         return { length: state.length, head: state.head, fingerprint: state.fingerprint };
       });

@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound } from '../../errors.js';
 import type { ListParams } from '../../http/pagination.js';
 import { projectAccess, requireRole, requireSession } from '../../access/project-access.js';
 import { resolveEnvironment, type EnvironmentContext } from '../../access/environment-access.js';
 import { newId } from '../../ids.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import * as repo from './overrides.repo.js';
 import type { OverrideNameObject, OverrideObject, OverrideSort } from './overrides.schemas.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<SharedDeps, 'db' | 'clock'>;
 
 const toOverride = (row: OverrideObject): OverrideObject => ({
   id: row.id,
@@ -74,7 +74,7 @@ export function overridesService({ db: { kysely: db }, clock }: Deps) {
           updated_at: at,
         });
         const row = await repo.findOne(trx, environmentId, userId, name);
-        await audit(trx, actor, context, 'override.set', row!.id, name, now);
+        await auditOverride(trx, actor, context, 'override.set', row!.id, name, now);
         return { override: toOverride(row!), created: before === undefined };
       });
     },
@@ -87,7 +87,7 @@ export function overridesService({ db: { kysely: db }, clock }: Deps) {
         const row = await repo.findOne(trx, context.environment.id, context.access.userId, name);
         if (!row) throw notFound('Override');
         await repo.deleteOne(trx, row.id);
-        await audit(trx, actor, context, 'override.removed', row.id, name, now);
+        await auditOverride(trx, actor, context, 'override.removed', row.id, name, now);
       });
     },
 
@@ -132,7 +132,7 @@ function requireOverrider(context: EnvironmentContext): void {
   }
 }
 
-async function audit(
+async function auditOverride(
   trx: Kysely<Database>,
   actor: Actor,
   context: EnvironmentContext,
@@ -141,18 +141,10 @@ async function audit(
   name: string,
   at: Date,
 ): Promise<void> {
-  await recordAudit(
-    trx,
-    actor,
-    {
-      projectId: context.access.projectId,
-      action,
-      targetType: 'override',
-      targetId: id,
-      data: { environment_id: context.environment.id, name },
-    },
-    at,
-  );
+  await audit(trx, { actor, projectId: context.access.projectId, at }, action, ['override', id], {
+    environment_id: context.environment.id,
+    name,
+  });
 }
 
 export type OverridesService = ReturnType<typeof overridesService>;

@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import {
   effectiveRole,
   lockedProjectAccess,
@@ -49,7 +49,7 @@ const toProject = (row: ProjectRow, role: Role): Project => ({
   role,
 });
 
-type Deps = Pick<Infra, 'db' | 'clock'>;
+type Deps = Pick<SharedDeps, 'db' | 'clock'>;
 
 export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
   return {
@@ -116,17 +116,12 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
             updated_at: at,
           })),
         );
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: project.id,
-            action: 'project.created',
-            targetType: 'project',
-            targetId: project.id,
-            data: { name: project.name, environments: [...DEFAULT_ENVIRONMENTS] },
-          },
-          now,
+          { actor, projectId: project.id, at: now },
+          'project.created',
+          ['project', project.id],
+          { name: project.name, environments: [...DEFAULT_ENVIRONMENTS] },
         );
       });
       return toProject(project, 'admin');
@@ -156,23 +151,12 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
         const now = clock.now();
         const at = now.toISOString();
         await updateProject(trx, projectId, { ...changes, updated_at: at });
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'project.updated',
-            targetType: 'project',
-            targetId: projectId,
-            data: {
-              before: Object.fromEntries(
-                Object.keys(changes).map((k) => [k, before[k as keyof typeof changes]]),
-              ),
-              after: changes,
-            },
-          },
-          now,
-        );
+        await audit(trx, { actor, projectId, at: now }, 'project.updated', ['project', projectId], {
+          before: Object.fromEntries(
+            Object.keys(changes).map((k) => [k, before[k as keyof typeof changes]]),
+          ),
+          after: changes,
+        });
         return toProject({ ...before, ...changes, updated_at: at }, access.role);
       });
     },
@@ -187,17 +171,12 @@ export function projectsService({ db: { kysely: db, dialect }, clock }: Deps) {
         requireRole(access, 'admin', 'delete the project');
         requireSession(actor.principal, 'delete a project');
         const project = await findProject(trx, projectId);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId,
-            action: 'project.deleted',
-            targetType: 'project',
-            targetId: projectId,
-            data: { name: project?.name },
-          },
-          clock.now(),
+          { actor, projectId, at: clock.now() },
+          'project.deleted',
+          ['project', projectId],
+          { name: project?.name },
         );
         await deleteProject(trx, projectId);
       });

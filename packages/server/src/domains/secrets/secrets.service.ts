@@ -1,6 +1,6 @@
 import { envelopeEpoch } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import { environmentWriter } from '../../db/environment-write.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, staleEpoch, validation } from '../../errors.js';
@@ -73,7 +73,10 @@ interface ListingResult {
   countRead(): void;
 }
 
-interface SecretsServiceDeps extends Pick<Infra, 'db' | 'clock' | 'listingCache' | 'changeTokens'> {
+interface SecretsServiceDeps extends Pick<
+  SharedDeps,
+  'db' | 'clock' | 'listingCache' | 'changeTokens'
+> {
   /** Where reads by tokens are audited, in batches (see `AuditBuffer`). */
   readAudit: AuditBuffer;
 }
@@ -426,10 +429,10 @@ export function secretsService(ctx: SecretsServiceDeps) {
           ]);
         }
         if (old.epoch !== epoch) {
-          throw new AppError(
-            'version_conflict',
+          throw staleEpoch(
+            'version',
+            epoch,
             `Version ${input.version} is encrypted under key epoch ${old.epoch}, not the current ${epoch}; write its value again instead`,
-            [{ field: 'version', issue: 'stale_epoch', current_epoch: epoch }],
           );
         }
         const row: repo.SecretRow = {

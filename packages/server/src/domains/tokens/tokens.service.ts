@@ -1,11 +1,11 @@
 import { generateBearer, TOKEN_PREFIXES } from '@coffer/sdk';
 import type { Kysely, Selectable } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { ApiKeyTable, CiTokenTable, Database } from '../../db/schema.js';
 import { AppError, validation, type ErrorDetail } from '../../errors.js';
 import type { ListParams } from '../../http/pagination.js';
 import type { Principal, Role, Scope, Scopes } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import { hashToken, type CredentialForgetting } from '../identity/credentials.js';
 import {
   lockedProjectAccess,
@@ -19,7 +19,7 @@ import type { VaultService } from '../vault/vault.service.js';
 import * as repo from './tokens.repo.js';
 import { MAX_CI_TOKEN_TTL_SECONDS } from './tokens.schemas.js';
 
-type TokensDeps = Pick<Infra, 'db' | 'clock'> & {
+type TokensDeps = Pick<SharedDeps, 'db' | 'clock'> & {
   credentials: CredentialForgetting;
   vault: Pick<VaultService, 'environmentsOf' | 'stateOf' | 'insertGrants' | 'deleteGrantsOf'>;
 };
@@ -305,18 +305,12 @@ export function tokensService(deps: TokensDeps) {
             revoked_at: null,
           };
           await repo.insertApiKey(trx, row);
-          await recordAudit(
-            trx,
-            actor,
-            {
-              projectId,
-              action: 'api_key.created',
-              targetType: 'api_key',
-              targetId: row.id,
-              data: { name: row.name, role: row.role, scopes, expires_at: row.expires_at },
-            },
-            at,
-          );
+          await audit(trx, { actor, projectId, at }, 'api_key.created', ['api_key', row.id], {
+            name: row.name,
+            role: row.role,
+            scopes,
+            expires_at: row.expires_at,
+          });
           return { ...apiKeyView(row), bearer };
         },
       );
@@ -342,18 +336,9 @@ export function tokensService(deps: TokensDeps) {
         const children = await repo.revokeCiTokensMintedBy(trx, id, at.toISOString());
         const ids = [id, ...children.map((c) => c.id)];
         await vault.deleteGrantsOf(trx, projectId, ids);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'api_key.revoked',
-            targetType: 'api_key',
-            targetId: id,
-            data: { ci_tokens_revoked: children.map((c) => c.id) },
-          },
-          at,
-        );
+        await audit(trx, { actor, projectId, at }, 'api_key.revoked', ['api_key', id], {
+          ci_tokens_revoked: children.map((c) => c.id),
+        });
         return ids;
       });
       for (const credentialId of revoked) credentials.forgetCredential(credentialId);
@@ -390,18 +375,11 @@ export function tokensService(deps: TokensDeps) {
             revoked_at: null,
           };
           await repo.insertCiToken(trx, row);
-          await recordAudit(
-            trx,
-            actor,
-            {
-              projectId,
-              action: 'ci_token.created',
-              targetType: 'ci_token',
-              targetId: row.id,
-              data: { name: row.name, scopes, expires_at: row.expires_at },
-            },
-            at,
-          );
+          await audit(trx, { actor, projectId, at }, 'ci_token.created', ['ci_token', row.id], {
+            name: row.name,
+            scopes,
+            expires_at: row.expires_at,
+          });
           return { ...ciTokenView(row), bearer };
         },
       );
@@ -439,12 +417,7 @@ export function tokensService(deps: TokensDeps) {
         if (token.revoked_at) return false;
         await repo.revoke(trx, 'ci_tokens', id, at.toISOString());
         await vault.deleteGrantsOf(trx, projectId, [id]);
-        await recordAudit(
-          trx,
-          actor,
-          { projectId, action: 'ci_token.revoked', targetType: 'ci_token', targetId: id },
-          at,
-        );
+        await audit(trx, { actor, projectId, at }, 'ci_token.revoked', ['ci_token', id]);
         return true;
       });
       if (revoked) credentials.forgetCredential(id);

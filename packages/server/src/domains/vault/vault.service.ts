@@ -1,10 +1,10 @@
 import { envelopeEpoch, fingerprint } from '@coffer/sdk';
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, staleEpoch, validation, type ErrorDetail } from '../../errors.js';
 import type { Principal } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import {
   lockedProjectAccess,
   projectAccess,
@@ -15,7 +15,7 @@ import { grantRow, grantView, invalidSignatures, signatureFailures } from './gra
 import * as repo from './vault.repo.js';
 import type { GrantRow, VaultMemberRow } from './vault.repo.js';
 
-type VaultDeps = Pick<Infra, 'db' | 'clock' | 'listingCache'>;
+type VaultDeps = Pick<SharedDeps, 'db' | 'clock' | 'listingCache'>;
 
 interface MemberGrantInput {
   recipient_id: string;
@@ -262,26 +262,13 @@ export function vaultService(deps: VaultDeps) {
         await repo.insertGrants(trx, rows);
         if (initializing) {
           await repo.initializeVault(trx, projectId);
-          await recordAudit(
-            trx,
-            actor,
-            { projectId, action: 'vault.initialized', data: { epoch } },
-            at,
-          );
+          await audit(trx, { actor, projectId, at }, 'vault.initialized', null, { epoch });
         }
         for (const row of rows) {
-          await recordAudit(
-            trx,
-            actor,
-            {
-              projectId,
-              action: 'vault.granted',
-              targetType: 'user',
-              targetId: row.recipient_id,
-              data: { epoch, kind: 'project_key' },
-            },
-            at,
-          );
+          await audit(trx, { actor, projectId, at }, 'vault.granted', ['user', row.recipient_id], {
+            epoch,
+            kind: 'project_key',
+          });
         }
         return { epoch, rows };
       });
@@ -541,22 +528,13 @@ export function vaultService(deps: VaultDeps) {
         await repo.insertGrants(trx, [...memberRows, ...tokenRows]);
         await repo.advanceEpoch(trx, projectId, to);
         await repo.bumpAllRevisions(trx, projectId);
-        await recordAudit(
-          trx,
-          actor,
-          {
-            projectId,
-            action: 'vault.rekeyed',
-            data: {
-              from_epoch: input.from_epoch,
-              to_epoch: to,
-              versions: input.versions.length,
-              grants: memberRows.length,
-              token_grants: tokenRows.length,
-            },
-          },
-          at,
-        );
+        await audit(trx, { actor, projectId, at }, 'vault.rekeyed', null, {
+          from_epoch: input.from_epoch,
+          to_epoch: to,
+          versions: input.versions.length,
+          grants: memberRows.length,
+          token_grants: tokenRows.length,
+        });
         return {
           epoch: to,
           versions: input.versions.length,

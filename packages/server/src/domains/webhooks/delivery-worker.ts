@@ -2,8 +2,8 @@ import { randomInt } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { Infra } from '../../infra.js';
-import { recordAudit } from '../audit/audit.js';
+import type { SharedDeps } from '../../shared-deps.js';
+import { audit, SYSTEM_ACTOR } from '../audit/audit.js';
 import { SecretUnavailableError, signingSecrets } from './secret-box.js';
 import { sendWebhook, type SendResult } from './sender.js';
 import { signatureHeaders } from './signing.js';
@@ -44,7 +44,7 @@ export interface DeliverySource {
   ): Promise<{ deliveries: repo.NewDelivery[]; cursor: string | null }>;
 }
 
-type Deps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & {
   log: FastifyBaseLogger;
   source: DeliverySource;
 };
@@ -333,22 +333,17 @@ export class WebhookWorker {
       failing_since: failingSince,
       updated_at: atText,
     });
-    await recordAudit(
+    await audit(
       trx,
-      { principal: null, ip: null, requestId: null },
+      { actor: SYSTEM_ACTOR, projectId: webhook.project_id, at },
+      'webhook.disabled',
+      ['webhook', webhook.id],
       {
-        projectId: webhook.project_id,
-        action: 'webhook.disabled',
-        targetType: 'webhook',
-        targetId: webhook.id,
-        data: {
-          reason: 'failing',
-          failing_since: failingSince,
-          last_error: result.error,
-          last_status_code: result.statusCode,
-        },
+        reason: 'failing',
+        failing_since: failingSince,
+        last_error: result.error,
+        last_status_code: result.statusCode,
       },
-      at,
     );
   }
 }

@@ -305,3 +305,13 @@ export async function pruneFinished(db: Db, before: string, limit: number): Prom
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** How many deliveries are queued and not yet delivered (the metrics' backlog gauge). */
+export async function countPendingDeliveries(db: Db): Promise<number> {
+  const { n } = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}

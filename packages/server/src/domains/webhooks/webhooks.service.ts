@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
+import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
 import { AppError, notFound, type ErrorDetail } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -11,7 +11,7 @@ import {
   requireSession,
   type ProjectAccess,
 } from '../../access/project-access.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import { audit, type Actor } from '../audit/audit.js';
 import type { VaultService } from '../vault/vault.service.js';
 import { parseWebhookUrl, resolveTarget, WebhookTargetError } from './address-guard.js';
 import { sealSecret } from './secret-box.js';
@@ -19,7 +19,7 @@ import { newSigningSecret } from './signing.js';
 import * as repo from './webhooks.repo.js';
 import { TEST_EVENT_KIND, type WebhookEventKind } from './webhooks.schemas.js';
 
-type WebhooksDeps = Pick<Infra, 'db' | 'clock' | 'config'> & {
+type WebhooksDeps = Pick<SharedDeps, 'db' | 'clock' | 'config'> & {
   vault: Pick<VaultService, 'environmentsOf'>;
   /** Wakes the delivery worker after a commit that queued deliveries. */
   wakeDelivery: () => void;
@@ -195,17 +195,12 @@ export function webhooksService(deps: WebhooksDeps) {
           created_at: at,
           updated_at: at,
         });
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: access.projectId,
-            action: 'webhook.created',
-            targetType: 'webhook',
-            targetId: id,
-            data: { origin: originOf(url), environments, event_kinds: input.event_kinds ?? [] },
-          },
-          now,
+          { actor, projectId: access.projectId, at: now },
+          'webhook.created',
+          ['webhook', id],
+          { origin: originOf(url), environments, event_kinds: input.event_kinds ?? [] },
         );
         return (await repo.webhookById(trx, id))!;
       });
@@ -271,17 +266,12 @@ export function webhooksService(deps: WebhooksDeps) {
           }
         }
         await repo.updateWebhook(trx, id, changes);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: access.projectId,
-            action: 'webhook.updated',
-            targetType: 'webhook',
-            targetId: id,
-            data: changed,
-          },
-          now,
+          { actor, projectId: access.projectId, at: now },
+          'webhook.updated',
+          ['webhook', id],
+          changed,
         );
         return (await repo.webhookById(trx, id))!;
       });
@@ -294,17 +284,12 @@ export function webhooksService(deps: WebhooksDeps) {
       await kysely.transaction().execute(async (trx) => {
         const row = await webhookOf(access, id, trx);
         await repo.deleteWebhook(trx, id);
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: access.projectId,
-            action: 'webhook.deleted',
-            targetType: 'webhook',
-            targetId: id,
-            data: { origin: originOf(row.url) },
-          },
-          now,
+          { actor, projectId: access.projectId, at: now },
+          'webhook.deleted',
+          ['webhook', id],
+          { origin: originOf(row.url) },
         );
       });
     },
@@ -334,17 +319,12 @@ export function webhooksService(deps: WebhooksDeps) {
           previous_secret_expires_at: overlap > 0 ? expires : null,
           updated_at: at,
         });
-        await recordAudit(
+        await audit(
           trx,
-          actor,
-          {
-            projectId: access.projectId,
-            action: 'webhook.secret_rotated',
-            targetType: 'webhook',
-            targetId: id,
-            data: { overlap_seconds: overlap },
-          },
-          now,
+          { actor, projectId: access.projectId, at: now },
+          'webhook.secret_rotated',
+          ['webhook', id],
+          { overlap_seconds: overlap },
         );
         return (await repo.webhookById(trx, id))!;
       });

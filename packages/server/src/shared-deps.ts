@@ -5,10 +5,11 @@ import type { Db } from './db/database.js';
 import type { ListingCache } from './domains/secrets/listing-cache.js';
 
 /**
- * The infrastructure every part is built from, once per app, in `compose.ts`.
- * Services take the part of it they use (`Pick<Infra, 'db' | 'clock'>`).
+ * What the services, workers and routes of one app share, built once by
+ * `compose.ts` from the process's resources (`ProcessResources`). Services take
+ * the part of it they use (`Pick<SharedDeps, 'db' | 'clock'>`).
  */
-export interface Infra {
+export interface SharedDeps {
   config: Config;
   db: Db;
   clock: Clock;

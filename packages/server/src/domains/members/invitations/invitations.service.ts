@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
-import type { Infra } from '../../infra.js';
-import { lockProject } from '../../db/database.js';
-import type { Database, MemberTable } from '../../db/schema.js';
-import { AppError } from '../../errors.js';
-import type { ListParams } from '../../http/pagination.js';
-import type { Principal } from '../../http/principal.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
-import { matchesHash } from '../identity/credentials.js';
-import type { IdentityService } from '../identity/identity.service.js';
-import { userRef, type MembersService, type MemberWithUser } from '../members/members.service.js';
-import { requireSession } from '../../access/project-access.js';
-import { expireLapsedInvitations, hasLapsed } from '../members/invitation-expiry.js';
+import type { SharedDeps } from '../../../shared-deps.js';
+import { lockProject } from '../../../db/database.js';
+import type { Database, MemberTable } from '../../../db/schema.js';
+import { AppError } from '../../../errors.js';
+import type { ListParams } from '../../../http/pagination.js';
+import type { Principal } from '../../../http/principal.js';
+import { audit, type Actor } from '../../audit/audit.js';
+import { matchesHash } from '../../identity/credentials.js';
+import type { IdentityService } from '../../identity/identity.service.js';
+import { userRef, type MembersService, type MemberWithUser } from '../members.service.js';
+import { requireSession } from '../../../access/project-access.js';
+import { expireLapsedInvitations, hasLapsed } from './invitation-expiry.js';
 import {
   countOpenInvitations,
   listOpenInvitations,
@@ -19,7 +19,7 @@ import {
   type InvitationSort,
 } from './invitations.repo.js';
 
-type Deps = Pick<Infra, 'db' | 'clock'> & {
+type Deps = Pick<SharedDeps, 'db' | 'clock'> & {
   members: Pick<MembersService, 'memberOfUser' | 'updateMember'>;
   identity: Pick<IdentityService, 'markEmailVerified'>;
 };
@@ -105,24 +105,19 @@ export function invitationsService({
         updated_at: at,
         ...(introductionProof !== undefined ? { introduction_proof: introductionProof } : {}),
       });
-      await recordAudit(
+      await audit(
         trx,
-        actor,
+        { actor, projectId: member.project_id, at: now },
+        outcome.action,
+        ['member', member.id],
         {
-          projectId: member.project_id,
-          action: outcome.action,
-          targetType: 'member',
-          targetId: member.id,
-          data: {
-            user_id: member.user_id,
-            role: member.role,
-            before: { status: 'pending' },
-            after: { status: outcome.status },
-            ...proof,
-            ...(introductionProof !== undefined ? { introduction_proof: true } : {}),
-          },
+          user_id: member.user_id,
+          role: member.role,
+          before: { status: 'pending' },
+          after: { status: outcome.status },
+          ...proof,
+          ...(introductionProof !== undefined ? { introduction_proof: true } : {}),
         },
-        now,
       );
       return { ...member, status: outcome.status, joined_at: joinedAt, updated_at: at };
     });

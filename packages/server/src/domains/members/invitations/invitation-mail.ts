@@ -1,5 +1,5 @@
-import type { Role } from '../../http/principal.js';
-import type { EmailMessage } from '../mail/outbox.js';
+import type { Role } from '../../../http/principal.js';
+import type { EmailMessage } from '../../mail/outbox.js';
 
 interface InvitationMailInput {
   to: string;

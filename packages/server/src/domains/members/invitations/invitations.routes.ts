@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { SESSION_ONLY } from '../../http/openapi.js';
-import { listBody } from '../../http/pagination.js';
-import { ok } from '../../http/schemas.js';
-import { actorOf } from '../audit/audit.js';
-import { absentBodyIsEmpty, refuseBodyFields } from '../../http/no-body.js';
+import { SESSION_ONLY } from '../../../http/openapi.js';
+import { listBody } from '../../../http/pagination.js';
+import { ok } from '../../../http/schemas.js';
+import { actorOf } from '../../audit/audit.js';
+import { absentBodyIsEmpty, refuseBodyFields } from '../../../http/no-body.js';
 import {
   AcceptInvitationBody,
   AcceptedMemberResponse,

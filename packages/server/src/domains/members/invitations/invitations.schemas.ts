@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox';
 import { INTRODUCTION_PROOF_PATTERN } from '@coffer/sdk';
-import { listQuerySchema } from '../../http/pagination.js';
-import { DataEnvelope, ListEnvelope, Timestamp } from '../../http/schemas.js';
-import { StatusSchema, UserRefSchema } from '../members/members.schemas.js';
-import { roleSchema } from '../projects/projects.schemas.js';
+import { listQuerySchema } from '../../../http/pagination.js';
+import { DataEnvelope, ListEnvelope, Timestamp } from '../../../http/schemas.js';
+import { StatusSchema, UserRefSchema } from '../members.schemas.js';
+import { roleSchema } from '../../projects/projects.schemas.js';
 import { INVITATION_SORTS } from './invitations.repo.js';
 
 /** One of the signed-in user's open invitations. `id` is the member id to accept or decline. */

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { DialectName } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
-import type { ListParams } from '../../http/pagination.js';
-import type { Role } from '../../http/principal.js';
-import { pageOf, type SortColumn } from '../../db/list-order.js';
+import type { DialectName } from '../../../db/database.js';
+import type { Database } from '../../../db/schema.js';
+import type { ListParams } from '../../../http/pagination.js';
+import type { Role } from '../../../http/principal.js';
+import { pageOf, type SortColumn } from '../../../db/list-order.js';
 
 export const INVITATION_SORTS = ['created_at', 'invited_at', 'expires_at'] as const;
 export type InvitationSort = (typeof INVITATION_SORTS)[number];
@@ -84,4 +84,51 @@ export async function isEmailVerified(db: Kysely<Database>, userId: string): Pro
     .where('id', '=', userId)
     .executeTakeFirst();
   return row?.email_verified === 1;
+}
+
+/** Where to look for lapsed invitations: one project, one user, one member, or everywhere. */
+export interface LapseScope {
+  projectId?: string;
+  userId?: string;
+  memberId?: string;
+}
+
+export interface LapsedInvitation {
+  id: string;
+  project_id: string;
+  user_id: string;
+  role: Role;
+}
+
+export function findLapsedInvitations(
+  db: Kysely<Database>,
+  scope: LapseScope,
+  at: string,
+  limit: number,
+): Promise<LapsedInvitation[]> {
+  let query = db
+    .selectFrom('members')
+    .select(['id', 'project_id', 'user_id', 'role'])
+    .where('status', '=', 'pending')
+    .where('invitation_expires_at', '<=', at);
+  if (scope.projectId) query = query.where('project_id', '=', scope.projectId);
+  if (scope.userId) query = query.where('user_id', '=', scope.userId);
+  if (scope.memberId) query = query.where('id', '=', scope.memberId);
+  return query.orderBy('id').limit(limit).execute();
+}
+
+/** `pending` → `revoked` if still pending and lapsed; false when another request got there first. */
+export async function revokeLapsedInvitation(
+  db: Kysely<Database>,
+  memberId: string,
+  at: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('members')
+    .set({ status: 'revoked', invitation_token_hash: null, updated_at: at })
+    .where('id', '=', memberId)
+    .where('status', '=', 'pending')
+    .where('invitation_expires_at', '<=', at)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }

@@ -1,18 +1,16 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { Database, MemberTable } from '../../db/schema.js';
-import type { Infra } from '../../infra.js';
-import { unclaimed } from '../../db/write-claims.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
+import type { Database, MemberTable } from '../../../db/schema.js';
+import type { SharedDeps } from '../../../shared-deps.js';
+import { unclaimed } from '../../../db/write-claims.js';
+import { audit, SYSTEM_ACTOR } from '../../audit/audit.js';
 import {
   findLapsedInvitations,
   revokeLapsedInvitation,
   type LapseScope,
   type LapsedInvitation,
-} from './members.repo.js';
+} from './invitations.repo.js';
 
-/** Expiry is the server's doing, not a user's: audit events carry no actor. */
-const SYSTEM: Actor = { principal: null, ip: null, requestId: null };
 const BATCH = 200;
 
 /** Whether a row that still says `pending` is in fact a lapsed invitation. */
@@ -37,22 +35,17 @@ export async function revokeLapsed(
   const at = now.toISOString();
   for (const invitation of invitations) {
     if (!(await revokeLapsedInvitation(trx, invitation.id, at))) continue;
-    await recordAudit(
+    await audit(
       trx,
-      SYSTEM,
+      { actor: SYSTEM_ACTOR, projectId: invitation.project_id, at: now },
+      'invitation.expired',
+      ['member', invitation.id],
       {
-        projectId: invitation.project_id,
-        action: 'invitation.expired',
-        targetType: 'member',
-        targetId: invitation.id,
-        data: {
-          user_id: invitation.user_id,
-          role: invitation.role,
-          before: { status: 'pending' },
-          after: { status: 'revoked' },
-        },
+        user_id: invitation.user_id,
+        role: invitation.role,
+        before: { status: 'pending' },
+        after: { status: 'revoked' },
       },
-      now,
     );
   }
 }
@@ -83,7 +76,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 
 /** The periodic expiry of lapsed invitations: one per app, started when it is ready. */
 export function invitationExpirySweep(
-  { db, clock }: Pick<Infra, 'db' | 'clock'>,
+  { db, clock }: Pick<SharedDeps, 'db' | 'clock'>,
   log: Pick<FastifyBaseLogger, 'error'>,
 ): { start(): void; stop(): void } {
   let sweep: NodeJS.Timeout | null = null;
