@@ -2,15 +2,13 @@ import type React from 'react';
 import { createBrowserRouter, Navigate, type RouteObject } from 'react-router';
 import { AppShell, RequireSession } from './pages/Shell';
 import { SignInPage } from './pages/SignIn';
-import { SignUpPage } from './pages/SignUp';
 import { ProjectsPage } from './pages/Projects';
 import { ADMINS, ANYONE, ProjectLayout, WRITERS, type ProjectTab } from './pages/ProjectLayout';
-import { EnvironmentsPage } from './pages/Environments';
 import { SecretsPage } from './secrets/SecretsPage';
 
-// The administration pages, and the invitations (opened once per project
-// joined), load when first opened: the first visit (sign-in, grid) carries only
-// what everyone needs.
+// The administration pages, the environments, the sign-up and the invitations
+// (opened once per project joined) load when first opened: the first visit
+// (sign-in, grid) carries only what everyone needs.
 const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
   lazy: async () => ({ Component: pick(await load()) }),
 });
@@ -26,7 +24,10 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     path: 'environments',
     label: 'Environments',
     roles: ANYONE,
-    route: { element: <EnvironmentsPage /> },
+    route: page(
+      () => import('./pages/Environments'),
+      (m) => m.EnvironmentsPage,
+    ),
   },
   {
     path: 'members',
@@ -86,7 +87,13 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
 
 export const router = createBrowserRouter([
   { path: '/signin', element: <SignInPage /> },
-  { path: '/signup', element: <SignUpPage /> },
+  {
+    path: '/signup',
+    ...page(
+      () => import('./pages/SignUp'),
+      (m) => m.SignUpPage,
+    ),
+  },
   {
     path: '/invite',
     ...page(

@@ -1,11 +1,10 @@
 import {
   loadMembershipChain,
-  grantMember,
   isVaultError,
-  vouchFor,
   type MembershipStatement,
   type PendingGrant,
 } from '@coffer/sdk';
+import { grantMember, vouchFor } from '@coffer/sdk/vault/project';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useId, useState } from 'react';
 import { client } from '../lib/client';

@@ -1,11 +1,6 @@
-import {
-  allPages,
-  listApiKeys,
-  listAuditEvents,
-  listCiTokens,
-  type AuditEvent,
-  type AuditQuery,
-} from '@coffer/sdk';
+import { allPages } from '@coffer/sdk';
+import { listAuditEvents, type AuditEvent, type AuditQuery } from '@coffer/sdk/client/audit';
+import { listApiKeys, listCiTokens } from '@coffer/sdk/client/tokens';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { AUDIT_ACTIONS, auditActor, auditPredicate, type AuditNames } from '../lib/audit';

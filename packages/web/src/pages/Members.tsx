@@ -1,12 +1,9 @@
 import {
-  changeMemberRole,
   inviteMember,
   inviteWithIntroduction,
   isVaultError,
   listMembers,
-  liveTokensCreatedBy,
   removeMember,
-  removeMemberSigned,
   updateMemberRole,
   type MemberListItem,
   type ChainMember,
@@ -14,6 +11,8 @@ import {
   type Role,
   type VaultSession,
 } from '@coffer/sdk';
+import { liveTokensCreatedBy } from '@coffer/sdk/client/tokens';
+import { changeMemberRole, removeMemberSigned } from '@coffer/sdk/vault/membership';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useAuth } from '../lib/auth';

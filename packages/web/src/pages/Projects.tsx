@@ -1,4 +1,4 @@
-import { createProjectWithVault, listProjects } from '@coffer/sdk';
+import { listProjects } from '@coffer/sdk';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
@@ -89,8 +89,12 @@ function CreateProjectDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const create = useMutation({
-    mutationFn: (input: { name: string; description: string }) =>
-      createProjectWithVault(client, keyring.keys(), input),
+    // The vault's creation (signing the membership chain's root, …) loads with the first project made.
+    mutationFn: async (input: { name: string; description: string }) => {
+      const keys = keyring.keys();
+      const { createProjectWithVault } = await import('@coffer/sdk/vault/project');
+      return createProjectWithVault(client, keys, input);
+    },
     onSuccess: async (project) => {
       await queryClient.invalidateQueries({ queryKey: ['projects'] });
       navigate(`/projects/${project.id}`);

@@ -1,4 +1,4 @@
-import { rekey, type RekeyProgress } from '@coffer/sdk';
+import { rekey, type RekeyProgress } from '@coffer/sdk/vault/rekey';
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { client } from '../lib/client';

@@ -1,17 +1,14 @@
+import { type Environment, type Page, type Role } from '@coffer/sdk';
 import {
-  createApiKey,
-  createCiToken,
   listApiKeys,
   listCiTokens,
   revokeApiKey,
   revokeCiToken,
   type ApiKey,
   type CiToken,
-  type Environment,
-  type Page,
-  type Role,
   type Scope,
-} from '@coffer/sdk';
+} from '@coffer/sdk/client/tokens';
+import { createApiKey, createCiToken } from '@coffer/sdk/vault/tokens';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { client } from '../lib/client';

@@ -1,4 +1,5 @@
-import { watch, type Environment, type FeedEvent } from '@coffer/sdk';
+import type { Environment } from '@coffer/sdk';
+import { watch, type FeedEvent } from '@coffer/sdk/client/events';
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { client } from '../lib/client';

@@ -7,12 +7,11 @@ import {
   testWebhook,
   updateWebhook,
   WEBHOOK_EVENT_KINDS,
-  type Environment,
-  type Page,
   type Webhook,
   type WebhookDelivery,
   type WebhookEventKind,
-} from '@coffer/sdk';
+} from '@coffer/sdk/client/webhooks';
+import type { Environment, Page } from '@coffer/sdk';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { client } from '../lib/client';
