@@ -1,8 +1,14 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vite';
 
 // The dashboard is served by the Coffer server from `dist/`, under a strict CSP:
 // no inline script or style, so nothing may be inlined into index.html.
 const sdkSource = new URL('../sdk/src', import.meta.url).pathname;
+// React Router's package exports only its development build (its warnings on);
+// its production build, the same code with them off, sits beside it.
+const reactRouter = createRequire(import.meta.url)
+  .resolve('react-router')
+  .replace(/development\/index\.m?js$/, 'production/index.mjs');
 
 export default defineConfig({
   root: new URL('.', import.meta.url).pathname,
@@ -21,6 +27,7 @@ export default defineConfig({
     alias: [
       { find: /^@coffer\/sdk\/(.+)$/, replacement: `${sdkSource}/$1` },
       { find: /^@coffer\/sdk$/, replacement: new URL('src/sdk.ts', import.meta.url).pathname },
+      { find: /^react-router$/, replacement: reactRouter },
     ],
   },
   build: {

@@ -22,4 +22,3 @@ export * from '@coffer/sdk/vault/keys';
 export * from '@coffer/sdk/vault/session';
 export * from '@coffer/sdk/vault/key-pins';
 export * from '@coffer/sdk/vault/chain';
-export * from '@coffer/sdk/vault/introduction';

@@ -1,6 +1,5 @@
 import {
   inviteMember,
-  inviteWithIntroduction,
   isVaultError,
   listMembers,
   removeMember,
@@ -12,6 +11,7 @@ import {
   type VaultSession,
 } from '@coffer/sdk';
 import { liveTokensCreatedBy } from '@coffer/sdk/client/tokens';
+import { inviteWithIntroduction } from '@coffer/sdk/vault/introduction';
 import { changeMemberRole, removeMemberSigned } from '@coffer/sdk/vault/membership';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';

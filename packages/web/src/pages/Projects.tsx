@@ -1,15 +1,16 @@
 import { listProjects } from '@coffer/sdk';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { Link, useNavigate } from 'react-router';
+import { useQuery } from '@tanstack/react-query';
+import { lazy, Suspense, useState } from 'react';
+import { Link } from 'react-router';
 import { client } from '../lib/client';
-import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { keyring } from '../lib/keyring';
-import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
-import { Field } from '../ui/Field';
 import { useTitle } from '../lib/title';
+
+// The new-project dialog loads when opened, with the SDK's vault creation.
+const CreateProjectDialog = lazy(() =>
+  import('./CreateProjectDialog').then((m) => ({ default: m.CreateProjectDialog })),
+);
 
 export function ProjectsPage() {
   useTitle('Projects');
@@ -70,7 +71,11 @@ export function ProjectsPage() {
           </tbody>
         </table>
       )}
-      {creating ? <CreateProjectDialog onClose={() => setCreating(false)} /> : null}
+      {creating ? (
+        <Suspense fallback={null}>
+          <CreateProjectDialog onClose={() => setCreating(false)} />
+        </Suspense>
+      ) : null}
     </section>
   );
 }
@@ -82,68 +87,5 @@ export function SkeletonRows({ count }: { count: number }) {
         <div key={i} className="skeleton-row" />
       ))}
     </div>
-  );
-}
-
-function CreateProjectDialog({ onClose }: { onClose: () => void }) {
-  const queryClient = useQueryClient();
-  const navigate = useNavigate();
-  const create = useMutation({
-    // The vault's creation (signing the membership chain's root, …) loads with the first project made.
-    mutationFn: async (input: { name: string; description: string }) => {
-      const keys = keyring.keys();
-      const { createProjectWithVault } = await import('@coffer/sdk/vault/project');
-      return createProjectWithVault(client, keys, input);
-    },
-    onSuccess: async (project) => {
-      await queryClient.invalidateQueries({ queryKey: ['projects'] });
-      navigate(`/projects/${project.id}`);
-    },
-  });
-  const problem = create.error ? toProblem(create.error) : null;
-
-  function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget);
-    create.mutate({
-      name: String(form.get('name')).trim(),
-      description: String(form.get('description')).trim(),
-    });
-  }
-
-  return (
-    <Dialog title="New project" onClose={onClose}>
-      <form className="stack" onSubmit={submit}>
-        <Field
-          label="Name"
-          name="name"
-          required
-          autoFocus
-          maxLength={100}
-          error={problem?.fields.name}
-        />
-        <Field
-          label="Description (optional)"
-          name="description"
-          maxLength={500}
-          error={problem?.fields.description}
-        />
-        <p className="muted small">
-          It starts with the environments development, staging and production, and a new project key
-          created in this browser.
-        </p>
-        {problem && Object.keys(problem.fields).length === 0 ? (
-          <ErrorNote error={create.error} />
-        ) : null}
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" className="primary" disabled={create.isPending}>
-            {create.isPending ? 'Creating…' : 'Create project'}
-          </button>
-        </div>
-      </form>
-    </Dialog>
   );
 }

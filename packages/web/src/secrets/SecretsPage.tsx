@@ -806,7 +806,9 @@ function AwaitingGrant() {
         <strong>Waiting for the project key.</strong> An admin must grant it to you before you can
         read or write values. They will compare your key fingerprint with you:
       </p>
-      {keys ? <p className="mono">{fingerprint(keys.encryption, keys.signing)}</p> : null}
+      {keys ? (
+        <p className="mono fingerprint-big">{fingerprint(keys.encryption, keys.signing)}</p>
+      ) : null}
       <p className="small">
         Also shown on your <Link to="/account">Account</Link> page and by <code>coffer whoami</code>
         .
