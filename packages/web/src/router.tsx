@@ -1,9 +1,9 @@
 import type React from 'react';
 import { createBrowserRouter, Navigate, type RouteObject } from 'react-router';
-import { AppShell, RequireSession } from './pages/Shell';
-import { SignInPage } from './pages/SignIn';
-import { ProjectsPage } from './pages/Projects';
-import { ADMINS, ANYONE, ProjectLayout, WRITERS, type ProjectTab } from './pages/ProjectLayout';
+import { AppShell, RequireSession } from './app/Shell';
+import { SignInPage } from './account/SignIn';
+import { ProjectsPage } from './projects/Projects';
+import { ADMINS, ANYONE, ProjectLayout, WRITERS, type ProjectTab } from './app/ProjectLayout';
 import { SecretsPage } from './secrets/SecretsPage';
 
 // The administration pages, the environments, the sign-up and the invitations
@@ -12,7 +12,7 @@ import { SecretsPage } from './secrets/SecretsPage';
 const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
   lazy: async () => ({ Component: pick(await load()) }),
 });
-import { NotFoundPage } from './pages/NotFound';
+import { NotFoundPage } from './app/NotFound';
 
 /**
  * The project's tabs, in the order of its tab strip: a tab is one entry here
@@ -25,7 +25,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Environments',
     roles: ANYONE,
     route: page(
-      () => import('./pages/Environments'),
+      () => import('./environments/Environments'),
       (m) => m.EnvironmentsPage,
     ),
   },
@@ -34,7 +34,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Members',
     roles: ANYONE,
     route: page(
-      () => import('./pages/Members'),
+      () => import('./members/Members'),
       (m) => m.MembersPage,
     ),
   },
@@ -43,7 +43,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Access',
     roles: ADMINS,
     route: page(
-      () => import('./pages/Access'),
+      () => import('./access/Access'),
       (m) => m.AccessPage,
     ),
   },
@@ -52,7 +52,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Tokens',
     roles: WRITERS,
     route: page(
-      () => import('./pages/Tokens'),
+      () => import('./tokens/Tokens'),
       (m) => m.TokensPage,
     ),
   },
@@ -70,7 +70,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Audit',
     roles: ADMINS,
     route: page(
-      () => import('./pages/Audit'),
+      () => import('./audit/Audit'),
       (m) => m.AuditPage,
     ),
   },
@@ -79,7 +79,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Settings',
     roles: ADMINS,
     route: page(
-      () => import('./pages/ProjectSettings'),
+      () => import('./projects/ProjectSettings'),
       (m) => m.ProjectSettingsPage,
     ),
   },
@@ -90,21 +90,21 @@ export const router = createBrowserRouter([
   {
     path: '/signup',
     ...page(
-      () => import('./pages/SignUp'),
+      () => import('./account/SignUp'),
       (m) => m.SignUpPage,
     ),
   },
   {
     path: '/invite',
     ...page(
-      () => import('./pages/Invite'),
+      () => import('./invitations/Invite'),
       (m) => m.InvitePage,
     ),
   },
   {
     path: '/recover',
     ...page(
-      () => import('./pages/Recover'),
+      () => import('./account/Recover'),
       (m) => m.RecoverPage,
     ),
   },
@@ -119,14 +119,14 @@ export const router = createBrowserRouter([
           {
             path: '/invitations',
             ...page(
-              () => import('./pages/Invitations'),
+              () => import('./invitations/Invitations'),
               (m) => m.InvitationsPage,
             ),
           },
           {
             path: '/account',
             ...page(
-              () => import('./pages/Account'),
+              () => import('./account/Account'),
               (m) => m.AccountPage,
             ),
           },

@@ -16,7 +16,7 @@ import { Link } from 'react-router';
 import { useAuth } from '../lib/auth';
 import { copyText } from '../lib/clipboard';
 import { environmentsKey, useEnvironments, useVaultStatus } from '../lib/queries';
-import { useProjectContext } from '../pages/ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';

@@ -19,7 +19,7 @@ import { copyText } from '../lib/clipboard';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
 import { useEnvironments } from '../lib/queries';
-import { useProjectContext } from '../pages/ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';

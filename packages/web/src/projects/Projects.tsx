@@ -5,6 +5,7 @@ import { Link } from 'react-router';
 import { client } from '../lib/client';
 import { ago, formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
+import { SkeletonRows } from '../ui/SkeletonRows';
 import { useTitle } from '../lib/title';
 
 // The new-project dialog loads when opened, with the SDK's vault creation.
@@ -77,15 +78,5 @@ export function ProjectsPage() {
         </Suspense>
       ) : null}
     </section>
-  );
-}
-
-export function SkeletonRows({ count }: { count: number }) {
-  return (
-    <div className="skeleton" aria-busy="true" aria-label="Loading">
-      {Array.from({ length: count }, (_, i) => (
-        <div key={i} className="skeleton-row" />
-      ))}
-    </div>
   );
 }

@@ -14,8 +14,8 @@ import { environmentsKey, useEnvironments } from '../lib/queries';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
-import { SkeletonRows } from './Projects';
-import { useProjectContext } from './ProjectLayout';
+import { SkeletonRows } from '../ui/SkeletonRows';
+import { useProjectContext } from '../app/ProjectLayout';
 
 type Editing = { kind: 'create' } | { kind: 'rename'; environment: Environment } | null;
 

@@ -3,14 +3,14 @@ import { listAuditEvents, type AuditEvent, type AuditQuery } from '@coffer/sdk/c
 import { listApiKeys, listCiTokens } from '@coffer/sdk/client/tokens';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { AUDIT_ACTIONS, auditActor, auditPredicate, type AuditNames } from '../lib/audit';
+import { AUDIT_ACTIONS, auditActor, auditPredicate, type AuditNames } from './audit';
 import { client } from '../lib/client';
 import { formatDateTime, parseDateTime } from '../lib/format';
 import { useMemberDirectory } from '../lib/members';
 import { useEnvironments } from '../lib/queries';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Pagination } from '../ui/Pagination';
-import { useProjectContext } from './ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 
 /** The filters as the inputs hold them (times as typed: `2026-11-26 14:03:09`, local). */
 interface Filters {

@@ -27,8 +27,8 @@ import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
-import { useProjectContext } from './ProjectLayout';
-import { RekeyDialog } from './Rekey';
+import { useProjectContext } from '../app/ProjectLayout';
+import { RekeyDialog } from '../app/Rekey';
 
 const ROLES: Role[] = ['admin', 'developer', 'viewer'];
 const SORTS: [NonNullable<MemberQuery['sort']>, string][] = [

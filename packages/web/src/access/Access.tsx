@@ -14,8 +14,8 @@ import { useMemberDirectory } from '../lib/members';
 import { chainKey, useVaultStatus, vaultKey } from '../lib/queries';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
-import { useProjectContext } from './ProjectLayout';
-import { RekeyDialog } from './Rekey';
+import { useProjectContext } from '../app/ProjectLayout';
+import { RekeyDialog } from '../app/Rekey';
 
 const normalize = (fingerprint: string) => fingerprint.replace(/\s+/g, '').toUpperCase();
 

@@ -2,10 +2,10 @@ import { useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { auth, useAuth, useUnlocked } from '../lib/auth';
 import { openedIntroduction } from './introduction-link';
-import { SignUpForm } from './SignUp';
+import { SignUpForm } from '../app/SignUpForm';
 import { useTitle } from '../lib/title';
 import { InvitationList } from './Invitations';
-import { signInPath, TopBar, Unlock } from './Shell';
+import { signInPath, TopBar, Unlock } from '../app/Shell';
 
 /**
  * The invitation e-mail's link, `/invite?token=…`. Without an account the

@@ -8,7 +8,7 @@ import { projectKey } from '../lib/queries';
 import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
-import { useProjectContext } from './ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 
 /** Project settings (admins): name, description, deletion. */
 export function ProjectSettingsPage() {
