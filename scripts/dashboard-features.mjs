@@ -73,7 +73,9 @@ for (const file of files) {
     const where = `packages/web/src/${relative(src, file)}:${line} imports '${match[1]}'`;
     if (to === '') breaches.push(`${where}: only main.tsx imports the files at the top`);
     else if (!SHARED.includes(from) && !SHARED.includes(to))
-      breaches.push(`${where}: the ${from} feature imports the ${to} feature (move what both use to app/, ui/ or lib/)`);
+      breaches.push(
+        `${where}: the ${from} feature imports the ${to} feature (move what both use to app/, ui/ or lib/)`,
+      );
     else if (SHARED.includes(from) && !SHARED.includes(to))
       breaches.push(`${where}: the shared folder ${from}/ imports the ${to} feature`);
     else if (SHARED.includes(from) && SHARED.indexOf(to) < SHARED.indexOf(from))
@@ -82,7 +84,9 @@ for (const file of files) {
 }
 
 if (breaches.length > 0) {
-  console.error(`Dashboard folders: ${breaches.length} import(s) across features:\n  ${breaches.join('\n  ')}`);
+  console.error(
+    `Dashboard folders: ${breaches.length} import(s) across features:\n  ${breaches.join('\n  ')}`,
+  );
   process.exit(1);
 }
 console.log(`Dashboard folders: ${files.length} files, no feature imports another.`);

@@ -22,7 +22,7 @@ import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
-import { useProjectContext } from './ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 
 type Kind = 'api-key' | 'ci-token';
 const tokensKey = (projectId: string, kind: Kind) => ['tokens', projectId, kind] as const;
