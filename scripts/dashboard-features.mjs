@@ -16,7 +16,9 @@
 //   may import anything.
 //
 // Every import counts: static, dynamic (`import('…')`), type-only, re-export.
-// A breach fails, naming file, line and the rule.
+// And every query key comes from lib/queries.ts's factories: elsewhere a
+// `queryKey:` is a call of one (`queryKey: secretsKey(projectId, id)`), never an
+// array written in place. A breach fails, naming file, line and the rule.
 //
 //   node scripts/dashboard-features.mjs
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -41,6 +43,7 @@ const ALLOWED = {
     'secrets/unsaved.ts': 'the words for them ("3 unsaved changes")',
   },
 };
+const QUERY_KEY = /\bqueryKey:(?!\s*[A-Za-z]+Key\()/g;
 const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
 
 const files = [];
@@ -61,8 +64,15 @@ const folderOf = (path) => {
 const breaches = [];
 for (const file of files) {
   const from = folderOf(file);
-  if (from === '') continue;
   const text = readFileSync(file, 'utf8');
+  if (relative(src, file) !== join('lib', 'queries.ts'))
+    for (const match of text.matchAll(QUERY_KEY)) {
+      const line = text.slice(0, match.index).split('\n').length;
+      breaches.push(
+        `packages/web/src/${relative(src, file)}:${line}: a query key written in place (use a factory of lib/queries.ts)`,
+      );
+    }
+  if (from === '') continue;
   const allowed = ALLOWED[relative(src, file)] ?? {};
   for (const match of text.matchAll(IMPORT)) {
     const target = resolve(dirname(file), match[1]);
@@ -84,9 +94,9 @@ for (const file of files) {
 }
 
 if (breaches.length > 0) {
-  console.error(
-    `Dashboard folders: ${breaches.length} import(s) across features:\n  ${breaches.join('\n  ')}`,
-  );
+  console.error(`Dashboard folders: ${breaches.length} breach(es):\n  ${breaches.join('\n  ')}`);
   process.exit(1);
 }
-console.log(`Dashboard folders: ${files.length} files, no feature imports another.`);
+console.log(
+  `Dashboard folders: ${files.length} files, no feature imports another, every query key from lib/queries.ts.`,
+);

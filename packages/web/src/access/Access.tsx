@@ -11,7 +11,7 @@ import { client } from '../lib/client';
 import { formatDate } from '../lib/format';
 import { keyring } from '../lib/keyring';
 import { useMemberDirectory } from '../lib/members';
-import { chainKey, useVaultStatus, vaultKey } from '../lib/queries';
+import { chainKey, chainStatementsKey, useVaultStatus, vaultKey, vouchKey } from '../lib/queries';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { useProjectContext } from '../app/ProjectLayout';
@@ -134,7 +134,7 @@ function MembershipChain({ projectId, isAdmin }: { projectId: string; isAdmin: b
   const [all, setAll] = useState(false);
   const directory = useMemberDirectory(projectId);
   const chain = useQuery({
-    queryKey: [...chainKey(projectId), 'statements'],
+    queryKey: chainStatementsKey(projectId),
     queryFn: async () => {
       const vault = await keyring.vault(projectId);
       const state = await loadMembershipChain(client, projectId, { pins: await keyring.pins() });
@@ -268,7 +268,7 @@ function GrantDialog({
   const toldId = useId();
   // What vouches for these keys without asking the admin anything, or why nothing does.
   const vouched = useQuery({
-    queryKey: ['vouch', projectId, member.user_id, member.public_key, member.signing_public_key],
+    queryKey: vouchKey(projectId, member),
     queryFn: async () => {
       try {
         const mode = vouchFor(await keyring.vault(projectId), member, {

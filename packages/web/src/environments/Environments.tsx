@@ -10,7 +10,7 @@ import { useState, type FormEvent } from 'react';
 import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { environmentsKey, useEnvironments } from '../lib/queries';
+import { environmentsKey, projectSecretsKey, useEnvironments } from '../lib/queries';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
@@ -200,7 +200,7 @@ function DeleteEnvironmentDialog({
     mutationFn: () => deleteEnvironment(client, project.id, environment.id),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: environmentsKey(project.id) });
-      await queryClient.invalidateQueries({ queryKey: ['secrets', project.id] });
+      await queryClient.invalidateQueries({ queryKey: projectSecretsKey(project.id) });
       onClose();
     },
   });

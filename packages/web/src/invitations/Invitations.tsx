@@ -18,6 +18,7 @@ import { keyring } from '../lib/keyring';
 import { formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
 import { useTitle } from '../lib/title';
+import { invitationsKey, projectsKey } from '../lib/queries';
 
 interface Joined {
   /** The project's fingerprint (its chain's root); null for a project without a chain yet. */
@@ -81,7 +82,7 @@ export function InvitationList({ token }: { token?: string }) {
   const queryClient = useQueryClient();
   const [joined, setJoined] = useState<Joined & { invitation: Invitation }>();
   const invitations = useQuery({
-    queryKey: ['invitations'],
+    queryKey: invitationsKey(),
     queryFn: () => listInvitations(client, { per_page: 100 }),
     // New invitations arrive by others' hands: ask again whenever the list is shown.
     staleTime: 0,
@@ -92,8 +93,8 @@ export function InvitationList({ token }: { token?: string }) {
       setJoined({ invitation: input.invitation, ...(await accept(input.invitation, token)) });
     },
     onSettled: async () => {
-      await queryClient.invalidateQueries({ queryKey: ['invitations'] });
-      await queryClient.invalidateQueries({ queryKey: ['projects'] });
+      await queryClient.invalidateQueries({ queryKey: invitationsKey() });
+      await queryClient.invalidateQueries({ queryKey: projectsKey() });
     },
   });
   const done = joined ? <JoinedCard {...joined} /> : null;

@@ -13,8 +13,8 @@ import { useAuth } from '../lib/auth';
 import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { membersKey, useMemberDirectory } from '../lib/members';
-import { chainKey, vaultKey } from '../lib/queries';
+import { useMemberDirectory } from '../lib/members';
+import { chainKey, membersKey, membersPageKey, vaultKey } from '../lib/queries';
 import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Pagination } from '../ui/Pagination';
@@ -49,7 +49,7 @@ export function MembersPage() {
     order: 'desc',
   });
   const members = useQuery({
-    queryKey: [...membersKey(project.id), query],
+    queryKey: membersPageKey(project.id, query),
     queryFn: () => listMembers(client, project.id, query),
     placeholderData: keepPreviousData,
   });

@@ -2,6 +2,7 @@ import { type MemberListItem } from '@coffer/sdk';
 import { liveTokensCreatedBy } from '@coffer/sdk/client/tokens';
 import { useQuery } from '@tanstack/react-query';
 import { client } from '../lib/client';
+import { memberTokensKey } from '../lib/queries';
 
 export function RevokedWithMember({
   projectId,
@@ -11,7 +12,7 @@ export function RevokedWithMember({
   member: MemberListItem;
 }) {
   const tokens = useQuery({
-    queryKey: ['tokens-of-member', projectId, member.user.id],
+    queryKey: memberTokensKey(projectId, member.user.id),
     queryFn: () => liveTokensCreatedBy(client, projectId, member.user.id),
   });
   if (tokens.isPending)

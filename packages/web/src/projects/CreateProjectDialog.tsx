@@ -8,6 +8,7 @@ import { keyring } from '../lib/keyring';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
+import { projectsKey } from '../lib/queries';
 
 export function CreateProjectDialog({ onClose }: { onClose: () => void }) {
   const queryClient = useQueryClient();
@@ -16,7 +17,7 @@ export function CreateProjectDialog({ onClose }: { onClose: () => void }) {
     mutationFn: (input: { name: string; description: string }) =>
       createProjectWithVault(client, keyring.keys(), input),
     onSuccess: async (project) => {
-      await queryClient.invalidateQueries({ queryKey: ['projects'] });
+      await queryClient.invalidateQueries({ queryKey: projectsKey() });
       navigate(`/projects/${project.id}`);
     },
   });

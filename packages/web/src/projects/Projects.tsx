@@ -7,6 +7,7 @@ import { ago, formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
 import { SkeletonRows } from '../ui/SkeletonRows';
 import { useTitle } from '../lib/title';
+import { projectsKey } from '../lib/queries';
 
 // The new-project dialog loads when opened, with the SDK's vault creation.
 const CreateProjectDialog = lazy(() =>
@@ -17,7 +18,7 @@ export function ProjectsPage() {
   useTitle('Projects');
   const [creating, setCreating] = useState(false);
   const projects = useQuery({
-    queryKey: ['projects'],
+    queryKey: projectsKey(),
     queryFn: () => listProjects(client, { per_page: 100, sort: 'name', order: 'asc' }),
   });
 

@@ -18,16 +18,12 @@ import { client } from '../lib/client';
 import { copyText } from '../lib/clipboard';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { useEnvironments } from '../lib/queries';
+import { deliveriesKey, useEnvironments, webhooksKey, webhooksPageKey } from '../lib/queries';
 import { useProjectContext } from '../app/ProjectLayout';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
-
-const webhooksKey = (projectId: string) => ['webhooks', projectId] as const;
-const deliveriesKey = (projectId: string, webhookId: string) =>
-  ['webhooks', projectId, webhookId, 'deliveries'] as const;
 
 const slugsOf = (ids: string[], environments: Environment[] | undefined) =>
   ids.length === 0
@@ -51,7 +47,7 @@ export function WebhooksPage() {
   const [shown, setShown] = useState<string | null>(null);
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
   const list = useQuery<Page<Webhook>>({
-    queryKey: [...webhooksKey(project.id), page],
+    queryKey: webhooksPageKey(project.id, page),
     queryFn: () => listWebhooks(client, project.id, { page, per_page: 20 }),
     placeholderData: keepPreviousData,
   });
