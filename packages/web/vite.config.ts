@@ -1,7 +1,15 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vite';
 
 // The dashboard is served by the Coffer server from `dist/`, under a strict CSP:
 // no inline script or style, so nothing may be inlined into index.html.
+const sdkSource = new URL('../sdk/src', import.meta.url).pathname;
+// React Router's package exports only its development build (its warnings on);
+// its production build, the same code with them off, sits beside it.
+const reactRouter = createRequire(import.meta.url)
+  .resolve('react-router')
+  .replace(/development\/index\.m?js$/, 'production/index.mjs');
+
 export default defineConfig({
   root: new URL('.', import.meta.url).pathname,
   base: '/',
@@ -12,8 +20,15 @@ export default defineConfig({
   oxc: { jsx: { runtime: 'automatic', development: false } },
   // The SDK is bundled from its source, as the tests use it (its package's
   // `development` condition); other packages resolve to their production builds.
+  // `@coffer/sdk` is src/sdk.ts, the part of the SDK the first visit needs;
+  // `@coffer/sdk/<path>` is the SDK's src/<path> (what lazily loaded screens add).
+  // tsconfig.json's `paths` say the same to the type checker.
   resolve: {
-    alias: { '@coffer/sdk': new URL('../sdk/src/index.ts', import.meta.url).pathname },
+    alias: [
+      { find: /^@coffer\/sdk\/(.+)$/, replacement: `${sdkSource}/$1` },
+      { find: /^@coffer\/sdk$/, replacement: new URL('src/sdk.ts', import.meta.url).pathname },
+      { find: /^react-router$/, replacement: reactRouter },
+    ],
   },
   build: {
     outDir: 'dist',

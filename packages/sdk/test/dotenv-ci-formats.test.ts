@@ -14,7 +14,7 @@ import {
   isDns1123Subdomain,
   UnwritableValueError,
 } from '../src/dotenv.js';
-import { formatSecrets } from '../src/client/secrets.js';
+import { formatSecrets } from '../src/client/secrets-text.js';
 import {
   decodeMaskData,
   parseGithubEnv,

@@ -10,6 +10,7 @@ import { keyring } from './lib/keyring';
 import { router } from './router';
 import { startTheme } from './lib/theme';
 import './styles.css';
+import { allSecretsKey, allVersionsKey } from './lib/queries';
 
 // A 401 from any request means the session ended (expired, signed out
 // elsewhere, password changed): back to sign-in, keeping the current URL.
@@ -36,8 +37,8 @@ captureIntroduction();
 // Locking forgets every decrypted value: the secret listings (metadata that says
 // a value is readable) go with them, so the grid loads and decrypts again on unlock.
 keyring.onLock(() => {
-  queryClient.removeQueries({ queryKey: ['secrets'] });
-  queryClient.removeQueries({ queryKey: ['versions'] });
+  queryClient.removeQueries({ queryKey: allSecretsKey() });
+  queryClient.removeQueries({ queryKey: allVersionsKey() });
 });
 startAutolock();
 void auth.load();

@@ -1,20 +1,18 @@
 import type React from 'react';
 import { createBrowserRouter, Navigate, type RouteObject } from 'react-router';
-import { AppShell, RequireSession } from './pages/Shell';
-import { SignInPage } from './pages/SignIn';
-import { SignUpPage } from './pages/SignUp';
-import { ProjectsPage } from './pages/Projects';
-import { ADMINS, ANYONE, ProjectLayout, WRITERS, type ProjectTab } from './pages/ProjectLayout';
-import { EnvironmentsPage } from './pages/Environments';
+import { AppShell, RequireSession } from './app/Shell';
+import { SignInPage } from './account/SignIn';
+import { ProjectsPage } from './projects/Projects';
+import { ADMINS, ANYONE, ProjectLayout, WRITERS, type ProjectTab } from './app/ProjectLayout';
 import { SecretsPage } from './secrets/SecretsPage';
 
-// The administration pages, and the invitations (opened once per project
-// joined), load when first opened: the first visit (sign-in, grid) carries only
-// what everyone needs.
+// The administration pages, the environments, the sign-up and the invitations
+// (opened once per project joined) load when first opened: the first visit
+// (sign-in, grid) carries only what everyone needs.
 const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
   lazy: async () => ({ Component: pick(await load()) }),
 });
-import { NotFoundPage } from './pages/NotFound';
+import { NotFoundPage } from './app/NotFound';
 
 /**
  * The project's tabs, in the order of its tab strip: a tab is one entry here
@@ -26,14 +24,17 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     path: 'environments',
     label: 'Environments',
     roles: ANYONE,
-    route: { element: <EnvironmentsPage /> },
+    route: page(
+      () => import('./environments/Environments'),
+      (m) => m.EnvironmentsPage,
+    ),
   },
   {
     path: 'members',
     label: 'Members',
     roles: ANYONE,
     route: page(
-      () => import('./pages/Members'),
+      () => import('./members/Members'),
       (m) => m.MembersPage,
     ),
   },
@@ -42,7 +43,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Access',
     roles: ADMINS,
     route: page(
-      () => import('./pages/Access'),
+      () => import('./access/Access'),
       (m) => m.AccessPage,
     ),
   },
@@ -51,7 +52,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Tokens',
     roles: WRITERS,
     route: page(
-      () => import('./pages/Tokens'),
+      () => import('./tokens/Tokens'),
       (m) => m.TokensPage,
     ),
   },
@@ -69,7 +70,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Audit',
     roles: ADMINS,
     route: page(
-      () => import('./pages/Audit'),
+      () => import('./audit/Audit'),
       (m) => m.AuditPage,
     ),
   },
@@ -78,7 +79,7 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
     label: 'Settings',
     roles: ADMINS,
     route: page(
-      () => import('./pages/ProjectSettings'),
+      () => import('./projects/ProjectSettings'),
       (m) => m.ProjectSettingsPage,
     ),
   },
@@ -86,18 +87,24 @@ const PROJECT_TABS: (ProjectTab & { route: Omit<RouteObject, 'index' | 'path' | 
 
 export const router = createBrowserRouter([
   { path: '/signin', element: <SignInPage /> },
-  { path: '/signup', element: <SignUpPage /> },
+  {
+    path: '/signup',
+    ...page(
+      () => import('./account/SignUp'),
+      (m) => m.SignUpPage,
+    ),
+  },
   {
     path: '/invite',
     ...page(
-      () => import('./pages/Invite'),
+      () => import('./invitations/Invite'),
       (m) => m.InvitePage,
     ),
   },
   {
     path: '/recover',
     ...page(
-      () => import('./pages/Recover'),
+      () => import('./account/Recover'),
       (m) => m.RecoverPage,
     ),
   },
@@ -112,14 +119,14 @@ export const router = createBrowserRouter([
           {
             path: '/invitations',
             ...page(
-              () => import('./pages/Invitations'),
+              () => import('./invitations/Invitations'),
               (m) => m.InvitationsPage,
             ),
           },
           {
             path: '/account',
             ...page(
-              () => import('./pages/Account'),
+              () => import('./account/Account'),
               (m) => m.AccountPage,
             ),
           },

@@ -38,6 +38,7 @@ export * from './projects.js';
 export * from './members.js';
 export * from './environments.js';
 export * from './secrets.js';
+export * from './secrets-text.js';
 export * from './audit.js';
 export * from './key-trust.js';
 export * from './membership-chain.js';

@@ -1,13 +1,12 @@
 import { allPages, listMembers, type MemberListItem } from '@coffer/sdk';
 import { useQuery } from '@tanstack/react-query';
 import { client } from './client';
-
-export const membersKey = (projectId: string) => ['members', projectId] as const;
+import { memberDirectoryKey } from './queries';
 
 /** Every member of the project by user id, to show names where the API gives ids (audit, tokens). */
 export function useMemberDirectory(projectId: string) {
   return useQuery({
-    queryKey: [...membersKey(projectId), 'directory'],
+    queryKey: memberDirectoryKey(projectId),
     queryFn: async () => {
       const members = await allPages((page) =>
         listMembers(client, projectId, { page, per_page: 100 }),

@@ -1,4 +1,5 @@
-import { ENV_NAME, type Environment } from '@coffer/sdk';
+import type { Environment } from '@coffer/sdk';
+import { ENV_NAME } from '@coffer/sdk/dotenv';
 import { useId, useState, type FormEvent } from 'react';
 import { Dialog } from '../ui/Dialog';
 import { Field } from '../ui/Field';

@@ -13,7 +13,7 @@ import {
   useIsFocused,
   useIsHovered,
 } from './grid-state';
-import { useProjectContext } from '../pages/ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 import { describeUser, useMemberDirectory } from '../lib/members';
 import { keyring } from '../lib/keyring';
 import { plaintext } from './plaintext';

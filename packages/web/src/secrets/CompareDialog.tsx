@@ -1,4 +1,5 @@
-import { compareSecrets, type Environment } from '@coffer/sdk';
+import type { Environment } from '@coffer/sdk';
+import { compareSecrets } from '@coffer/sdk/compare';
 import { useId, useMemo, useState } from 'react';
 import { Dialog } from '../ui/Dialog';
 import { RevealButton } from '../ui/RevealButton';

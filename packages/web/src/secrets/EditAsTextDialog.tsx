@@ -1,10 +1,5 @@
-import {
-  DotenvSyntaxError,
-  formatDotenv,
-  parseDotenv,
-  type DotenvIssue,
-  type Environment,
-} from '@coffer/sdk';
+import { DotenvSyntaxError, formatDotenv, parseDotenv, type DotenvIssue } from '@coffer/sdk/dotenv';
+import type { Environment } from '@coffer/sdk';
 import { useId, useMemo, useState } from 'react';
 import { Dialog } from '../ui/Dialog';
 import { stageValue, valueOf } from './Cell';

@@ -17,8 +17,8 @@ import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { RevealButton } from '../ui/RevealButton';
 import { decryptEnvelope, encryptFor, withCurrentEpoch } from './crypto';
-import { secretsKey } from './data';
 import { lineDiff } from './diff';
+import { secretsKey, versionsKey } from '../lib/queries';
 
 const allVersions = (projectId: string, environmentId: string, name: string) =>
   allPages((page) =>
@@ -47,7 +47,7 @@ export function HistoryDialog({
   const me = state.status === 'signed-in' ? state.user.id : null;
   const canRead = project.role !== 'viewer';
   const versions = useQuery({
-    queryKey: ['versions', project.id, environment.id, name],
+    queryKey: versionsKey(project.id, environment.id, name),
     queryFn: () => allVersions(project.id, environment.id, name),
   });
   const [values, setValues] = useState<Map<number, string>>(new Map());
@@ -96,7 +96,7 @@ export function HistoryDialog({
     onSuccess: async () => {
       setConfirming(null);
       await queryClient.invalidateQueries({
-        queryKey: ['versions', project.id, environment.id, name],
+        queryKey: versionsKey(project.id, environment.id, name),
       });
       await queryClient.invalidateQueries({ queryKey: secretsKey(project.id, environment.id) });
     },

@@ -1,5 +1,5 @@
 import { lazy, Suspense, useSyncExternalStore } from 'react';
-import { useProjectContext } from '../pages/ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 import type { OverrideRequest } from './OverrideDialog';
 import './overrides.css';
 

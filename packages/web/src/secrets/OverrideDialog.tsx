@@ -3,6 +3,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { client } from '../lib/client';
 import { keyring } from '../lib/keyring';
+import { projectOverridesKey } from '../lib/queries';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { applyOwnOverride } from './references';
@@ -39,7 +40,7 @@ export function OverrideDialog({
 
   const done = (value: string | undefined) => {
     applyOwnOverride(environmentId, name, value);
-    void queryClient.invalidateQueries({ queryKey: ['member-overrides', projectId] });
+    void queryClient.invalidateQueries({ queryKey: projectOverridesKey(projectId) });
     onClose();
   };
   const run = async (action: () => Promise<string | undefined>) => {

@@ -13,12 +13,13 @@ import { auth } from '../lib/auth';
 import { Dialog } from '../ui/Dialog';
 import { RevealButton } from '../ui/RevealButton';
 import { encryptFor, withCurrentEpoch } from './crypto';
-import { fetchCurrent, secretsKey, type SecretMeta } from './data';
+import { fetchCurrent, type SecretMeta } from './data';
 import { charDiff, type Piece } from './diff';
 import { usePreview } from './references';
 import { plaintext } from './plaintext';
 import { staged, useStagedSummary, type StagedChange } from './store';
 import './dialogs.css';
+import { environmentsKey, secretsKey } from '../lib/queries';
 
 interface Conflict {
   environment: Environment;
@@ -106,7 +107,7 @@ export function ReviewDialog({
         failed.push({ environment, error });
       }
     }
-    await queryClient.invalidateQueries({ queryKey: ['environments', project.id] });
+    await queryClient.invalidateQueries({ queryKey: environmentsKey(project.id) });
     setBusy(false);
     setFailures(failed);
     setConflicts(found);

@@ -16,7 +16,7 @@ import { Link } from 'react-router';
 import { useAuth } from '../lib/auth';
 import { copyText } from '../lib/clipboard';
 import { environmentsKey, useEnvironments, useVaultStatus } from '../lib/queries';
-import { useProjectContext } from '../pages/ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Cell, valueOf } from './Cell';
 import type { SecretMeta as Meta } from './data';
@@ -808,7 +808,9 @@ function AwaitingGrant() {
         <strong>Waiting for the project key.</strong> An admin must grant it to you before you can
         read or write values. They will compare your key fingerprint with you:
       </p>
-      {keys ? <p className="mono">{fingerprint(keys.encryption, keys.signing)}</p> : null}
+      {keys ? (
+        <p className="mono fingerprint-big">{fingerprint(keys.encryption, keys.signing)}</p>
+      ) : null}
       <p className="small">
         Also shown on your <Link to="/account">Account</Link> page and by <code>coffer whoami</code>
         .

@@ -3,12 +3,10 @@ import { useQueries, type QueryClient } from '@tanstack/react-query';
 import { client } from '../lib/client';
 import { decryptEnvelope } from './crypto';
 import { plaintext } from './plaintext';
+import { secretsKey, secretsListingKey } from '../lib/queries';
 
 /** A secret as the grid holds it: metadata only; its value (if readable) is in `plaintext`. */
 export type SecretMeta = Omit<Secret, 'value'> & { readable: boolean };
-
-export const secretsKey = (projectId: string, environmentId: string) =>
-  ['secrets', projectId, environmentId] as const;
 
 /**
  * Every secret of an environment. Values the caller may read are decrypted
@@ -52,7 +50,7 @@ export function useSecretsOf(
   return useQueries({
     queries: environments.map((environment) => ({
       enabled,
-      queryKey: [...secretsKey(projectId, environment.id), decrypt],
+      queryKey: secretsListingKey(projectId, environment.id, decrypt),
       queryFn: () => loadSecrets(projectId, environment.id, decrypt),
     })),
   });
@@ -67,7 +65,7 @@ export async function fetchCurrent(
 ): Promise<Map<string, SecretMeta>> {
   await queryClient.invalidateQueries({ queryKey: secretsKey(projectId, environmentId) });
   return queryClient.fetchQuery({
-    queryKey: [...secretsKey(projectId, environmentId), decrypt],
+    queryKey: secretsListingKey(projectId, environmentId, decrypt),
     queryFn: () => loadSecrets(projectId, environmentId, decrypt),
   });
 }

@@ -1,9 +1,9 @@
-import { watch, type Environment, type FeedEvent } from '@coffer/sdk';
+import type { Environment } from '@coffer/sdk';
+import { watch, type FeedEvent } from '@coffer/sdk/client/events';
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { client } from '../lib/client';
-import { environmentsKey, vaultKey } from '../lib/queries';
-import { secretsKey } from './data';
+import { environmentsKey, projectSecretsKey, secretsKey, vaultKey } from '../lib/queries';
 
 /** A sentence about someone else's change, shown for a while. */
 export interface LiveNote {
@@ -62,7 +62,7 @@ export function useLiveUpdates(
     const refreshAll = () => {
       void queryClient.invalidateQueries({ queryKey: environmentsKey(projectId) });
       void queryClient.invalidateQueries({ queryKey: vaultKey(projectId) });
-      void queryClient.invalidateQueries({ queryKey: ['secrets', projectId] });
+      void queryClient.invalidateQueries({ queryKey: projectSecretsKey(projectId) });
     };
     void (async () => {
       try {

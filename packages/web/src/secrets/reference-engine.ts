@@ -1,11 +1,11 @@
+import { readOverrides } from '@coffer/sdk';
 import {
   completeReference,
   parseValue,
-  readOverrides,
   resolveReferences,
   type ReferenceCatalog,
   type Resolution,
-} from '@coffer/sdk';
+} from '@coffer/sdk/references';
 import { client } from '../lib/client';
 import { keyring } from '../lib/keyring';
 

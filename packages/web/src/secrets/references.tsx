@@ -1,5 +1,5 @@
 import { useEffect, useState, useSyncExternalStore, type ReactNode } from 'react';
-import type { ReferenceCatalog } from '@coffer/sdk';
+import type { ReferenceCatalog } from '@coffer/sdk/references';
 import { keyring } from '../lib/keyring';
 import type { SecretMeta } from './data';
 import { plaintext } from './plaintext';

@@ -7,28 +7,23 @@ import {
   testWebhook,
   updateWebhook,
   WEBHOOK_EVENT_KINDS,
-  type Environment,
-  type Page,
   type Webhook,
   type WebhookDelivery,
   type WebhookEventKind,
-} from '@coffer/sdk';
+} from '@coffer/sdk/client/webhooks';
+import type { Environment, Page } from '@coffer/sdk';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { client } from '../lib/client';
 import { copyText } from '../lib/clipboard';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { useEnvironments } from '../lib/queries';
-import { useProjectContext } from '../pages/ProjectLayout';
+import { deliveriesKey, useEnvironments, webhooksKey, webhooksPageKey } from '../lib/queries';
+import { useProjectContext } from '../app/ProjectLayout';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
-
-const webhooksKey = (projectId: string) => ['webhooks', projectId] as const;
-const deliveriesKey = (projectId: string, webhookId: string) =>
-  ['webhooks', projectId, webhookId, 'deliveries'] as const;
 
 const slugsOf = (ids: string[], environments: Environment[] | undefined) =>
   ids.length === 0
@@ -52,7 +47,7 @@ export function WebhooksPage() {
   const [shown, setShown] = useState<string | null>(null);
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
   const list = useQuery<Page<Webhook>>({
-    queryKey: [...webhooksKey(project.id), page],
+    queryKey: webhooksPageKey(project.id, page),
     queryFn: () => listWebhooks(client, project.id, { page, per_page: 20 }),
     placeholderData: keepPreviousData,
   });

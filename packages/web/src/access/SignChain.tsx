@@ -1,4 +1,4 @@
-import { signMembershipChain, type ChainCandidate } from '@coffer/sdk';
+import { signMembershipChain, type ChainCandidate } from '@coffer/sdk/vault/membership';
 import { useMutation } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { keyring } from '../lib/keyring';

@@ -3,8 +3,9 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { client } from '../lib/client';
 import { ago, formatDate } from '../lib/format';
+import { memberOverridesKey } from '../lib/queries';
 import { ErrorNote } from '../ui/ErrorNote';
-import './overrides.css';
+import './member-overrides.css';
 
 /**
  * Which names a member overrides, in which environments: for admins (and the
@@ -21,7 +22,7 @@ export function MemberOverrides({
 }) {
   const [open, setOpen] = useState(false);
   const overrides = useQuery({
-    queryKey: ['member-overrides', projectId, member.id],
+    queryKey: memberOverridesKey(projectId, member.id),
     queryFn: () =>
       allPages((page) =>
         listMemberOverrides(client, projectId, member.id, {

@@ -1,12 +1,10 @@
 import { type User } from '@coffer/sdk';
 import { useState, type FormEvent } from 'react';
-import { Link, Navigate, useNavigate } from 'react-router';
-import { auth, useAuth } from '../lib/auth';
+import { auth } from '../lib/auth';
 import { copyText, downloadText } from '../lib/clipboard';
 import { toProblem } from '../lib/errors';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
-import { useTitle } from '../lib/title';
 
 /**
  * Sign-up, optionally with an invitation token (it proves the address). The
@@ -140,25 +138,5 @@ export function SignUpForm({
         takes a moment.
       </p>
     </form>
-  );
-}
-
-export function SignUpPage() {
-  useTitle('Create account');
-  const state = useAuth();
-  const navigate = useNavigate();
-  if (state.status === 'signed-in') return <Navigate to="/projects" replace />;
-  return (
-    <div className="center-page">
-      <SignUpForm
-        onDone={(user) => {
-          auth.enter(user);
-          navigate('/projects', { replace: true });
-        }}
-      />
-      <p className="small">
-        Already have an account? <Link to="/signin">Sign in</Link>
-      </p>
-    </div>
   );
 }

@@ -10,12 +10,12 @@ import { useState, type FormEvent } from 'react';
 import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { environmentsKey, useEnvironments } from '../lib/queries';
+import { environmentsKey, projectSecretsKey, useEnvironments } from '../lib/queries';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
-import { SkeletonRows } from './Projects';
-import { useProjectContext } from './ProjectLayout';
+import { SkeletonRows } from '../ui/SkeletonRows';
+import { useProjectContext } from '../app/ProjectLayout';
 
 type Editing = { kind: 'create' } | { kind: 'rename'; environment: Environment } | null;
 
@@ -200,7 +200,7 @@ function DeleteEnvironmentDialog({
     mutationFn: () => deleteEnvironment(client, project.id, environment.id),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: environmentsKey(project.id) });
-      await queryClient.invalidateQueries({ queryKey: ['secrets', project.id] });
+      await queryClient.invalidateQueries({ queryKey: projectSecretsKey(project.id) });
       onClose();
     },
   });

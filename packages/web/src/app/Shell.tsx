@@ -9,6 +9,7 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { ThemePicker } from '../ui/ThemePicker';
 import { useTitle } from '../lib/title';
 import type { User } from '@coffer/sdk';
+import { invitationsKey } from '../lib/queries';
 
 /** Where sign-in sends the user back to: the page they were on. */
 export function signInPath(location: { pathname: string; search: string }): string {
@@ -69,7 +70,7 @@ export function TopBar() {
   const state = useAuth();
   const user = state.status === 'signed-in' ? state.user : null;
   const invitations = useQuery({
-    queryKey: ['invitations'],
+    queryKey: invitationsKey(),
     queryFn: () => listInvitations(client, { per_page: 100 }),
   });
   const pending = invitations.data?.pagination.total ?? 0;

@@ -1,38 +1,32 @@
 import {
-  changeMemberRole,
-  inviteMember,
-  inviteWithIntroduction,
-  isVaultError,
   listMembers,
-  liveTokensCreatedBy,
   removeMember,
-  removeMemberSigned,
   updateMemberRole,
   type MemberListItem,
-  type ChainMember,
   type MemberQuery,
   type Role,
-  type VaultSession,
 } from '@coffer/sdk';
+import { changeMemberRole, removeMemberSigned } from '@coffer/sdk/vault/membership';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useAuth } from '../lib/auth';
 import { client } from '../lib/client';
-import { copyText } from '../lib/clipboard';
-import { keyring } from '../lib/keyring';
 import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
-import { membersKey, useMemberDirectory } from '../lib/members';
-import { chainKey, vaultKey } from '../lib/queries';
+import { useMemberDirectory } from '../lib/members';
+import { chainKey, membersKey, membersPageKey, vaultKey } from '../lib/queries';
 import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
-import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
-import { useProjectContext } from './ProjectLayout';
-import { RekeyDialog } from './Rekey';
-import { MemberOverrides } from '../secrets/MemberOverrides';
+import { useProjectContext } from '../app/ProjectLayout';
+import { RekeyDialog } from '../app/Rekey';
+import { InviteForm } from './InviteForm';
+import { ROLES } from './invite';
+import { RevokedWithMember } from './RevokedWithMember';
+import { signed, type Signing } from './signing';
+import { SigningNote } from './SigningNote';
+import { MemberOverrides } from './MemberOverrides';
 
-const ROLES: Role[] = ['admin', 'developer', 'viewer'];
 const SORTS: [NonNullable<MemberQuery['sort']>, string][] = [
   ['created_at', 'Added'],
   ['joined_at', 'Joined'],
@@ -56,7 +50,7 @@ export function MembersPage() {
     order: 'desc',
   });
   const members = useQuery({
-    queryKey: [...membersKey(project.id), query],
+    queryKey: membersPageKey(project.id, query),
     queryFn: () => listMembers(client, project.id, query),
     placeholderData: keepPreviousData,
   });
@@ -325,235 +319,5 @@ export function MembersPage() {
         />
       ) : null}
     </section>
-  );
-}
-
-/** Whether a change of who is a member was signed into the project's membership chain, and if not, why. */
-type Signing =
-  | { kind: 'signed' }
-  | { kind: 'outside' }
-  | { kind: 'unchained' }
-  | { kind: 'no_key' }
-  | { kind: 'failed'; error: unknown };
-
-/**
- * Makes a membership change an admin's client signs (`changeMemberRole`,
- * `removeMemberSigned`) with the unlocked vault session. An admin who holds no
- * project key yet vouches for nobody: the plain server call, said unsigned.
- * The SDK changes the server first and signs after, so a refusal to sign
- * (`not_chain_admin`, a chain refusal) comes after the change: reported with it.
- */
-async function signed(
-  projectId: string,
-  userId: string,
-  change: (vault: VaultSession) => Promise<unknown>,
-  plain: () => Promise<unknown>,
-  done: (chained: ChainMember | undefined) => boolean,
-): Promise<Signing> {
-  const vault = await keyring.vault(projectId);
-  if (!vault.holdsKeys) {
-    await plain();
-    return { kind: 'no_key' };
-  }
-  const before = vault.chain?.members.get(userId);
-  try {
-    await change(vault);
-  } catch (error) {
-    if (!isVaultError(error)) throw error;
-    return { kind: 'failed', error };
-  }
-  const chain = vault.chain;
-  if (!chain) return { kind: 'unchained' };
-  const after = chain.members.get(userId);
-  if (!before && !after) return { kind: 'outside' };
-  return done(after) ? { kind: 'signed' } : { kind: 'failed', error: null };
-}
-
-function SigningNote({ signing, what }: { signing: Signing; what: string }) {
-  switch (signing.kind) {
-    case 'signed':
-      return <>{what}, signed in the project's membership chain.</>;
-    case 'outside':
-      return (
-        <>
-          {what}. Nothing to sign: they are not in the membership chain (they join it when granted
-          the key).
-        </>
-      );
-    case 'unchained':
-      return <>{what}, not signed: this project has no membership chain yet (sign it in Access).</>;
-    case 'no_key':
-      return (
-        <>
-          {what}, <strong>not signed</strong>: you hold no project key yet, so your browser cannot
-          vouch for members.
-        </>
-      );
-    case 'failed':
-      return (
-        <>
-          {what} on the server, but <strong>not signed</strong>:{' '}
-          {signing.error
-            ? toProblem(signing.error).message
-            : 'the membership chain did not take it.'}
-        </>
-      );
-  }
-}
-
-/**
- * Invites with an introduction link when this admin holds the project key: the
- * link's secret (after `#`, never sent to a server) lets the invitee's browser
- * prove its keys, so granting needs no fingerprint comparison. The server's
- * e-mail goes out as well.
- */
-async function inviteWith(projectId: string, input: { email: string; role: Role }) {
-  const vault = await keyring.vault(projectId);
-  try {
-    const introduced = await inviteWithIntroduction(vault, input.email, input.role, {
-      publicUrl: window.location.origin,
-    });
-    return { member: introduced.member, link: introduced.introductionLink };
-  } catch (error) {
-    if (!isVaultError(error, 'no_grant')) throw error;
-    return { member: await inviteMember(client, projectId, input), link: null };
-  }
-}
-
-function InviteForm({
-  projectId,
-  onInvited,
-}: {
-  projectId: string;
-  onInvited: () => Promise<void>;
-}) {
-  const [copied, setCopied] = useState(false);
-  const invite = useMutation({
-    mutationFn: (input: { email: string; role: Role }) => inviteWith(projectId, input),
-    onMutate: () => setCopied(false),
-    onSuccess: onInvited,
-  });
-  const problem = invite.error ? toProblem(invite.error) : null;
-  const [role, setRole] = useState<Role>('developer');
-
-  function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const form = event.currentTarget;
-    const email = String(new FormData(form).get('email')).trim();
-    invite.mutate({ email, role }, { onSuccess: () => form.reset() });
-  }
-
-  return (
-    <form className="invite-form card" onSubmit={submit} aria-label="Invite a member">
-      <Field
-        label="Invite by e-mail"
-        name="email"
-        type="email"
-        required
-        autoComplete="off"
-        error={problem?.message}
-      />
-      <div className="field">
-        <label htmlFor="invite-role">Role</label>
-        <select id="invite-role" value={role} onChange={(e) => setRole(e.target.value as Role)}>
-          {ROLES.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
-        </select>
-      </div>
-      <button type="submit" className="primary" disabled={invite.isPending}>
-        {invite.isPending ? 'Inviting…' : 'Invite'}
-      </button>
-      {invite.isSuccess ? (
-        <div role="status" className="small stack invite-result">
-          <p>Invited {invite.data.member.user.email}. They get an e-mail with a link to join.</p>
-          {invite.data.link ? (
-            <>
-              <p>
-                <strong>Send them this introduction link yourself</strong> (chat, in person): it
-                lets their browser prove its keys to your team, so the project key can be granted
-                without comparing fingerprints. It is shown only now.
-              </p>
-              <label className="field">
-                <span>Introduction link</span>
-                <textarea
-                  className="mono introduction-link"
-                  readOnly
-                  rows={2}
-                  value={invite.data.link}
-                  onFocus={(e) => e.currentTarget.select()}
-                />
-              </label>
-              <div>
-                <button
-                  type="button"
-                  onClick={() => void copyText(invite.data.link!).then(() => setCopied(true))}
-                >
-                  {copied ? 'Copied' : 'Copy the link'}
-                </button>
-              </div>
-            </>
-          ) : (
-            <p>
-              Once they accept, grant them the project key under Access after comparing their key
-              fingerprint with them.
-            </p>
-          )}
-        </div>
-      ) : null}
-    </form>
-  );
-}
-
-/**
- * In the removal dialog: the API keys and CI tokens the member created, which
- * the removal revokes with them, so an admin sees which deployments or
- * pipelines stop before confirming.
- */
-function RevokedWithMember({ projectId, member }: { projectId: string; member: MemberListItem }) {
-  const tokens = useQuery({
-    queryKey: ['tokens-of-member', projectId, member.user.id],
-    queryFn: () => liveTokensCreatedBy(client, projectId, member.user.id),
-  });
-  if (tokens.isPending)
-    return <p className="muted small">Looking for their API keys and CI tokens…</p>;
-  if (tokens.isError)
-    return (
-      <p className="small">
-        The API keys and CI tokens they created are revoked too (they could not be listed here).
-      </p>
-    );
-  const { apiKeys, ciTokens } = tokens.data;
-  const one = apiKeys.length + ciTokens.length === 1;
-  if (apiKeys.length + ciTokens.length === 0)
-    return <p className="muted small">They have no API key or CI token in use.</p>;
-  const count = (n: number, one: string) => (n === 1 ? one : `${n} ${one}s`);
-  const what = [
-    apiKeys.length ? count(apiKeys.length, 'API key') : null,
-    ciTokens.length ? count(ciTokens.length, 'CI token') : null,
-  ]
-    .filter(Boolean)
-    .join(' and ');
-  return (
-    <div className="notice small" data-testid="revoked-with-member">
-      <p>
-        Their {what} {one ? 'is' : 'are'} revoked with them: whatever runs with{' '}
-        {one ? 'it' : 'them'} stops working.
-      </p>
-      <ul className="issues">
-        {apiKeys.map((key) => (
-          <li key={key.id}>
-            API key <strong>{key.name}</strong> <code>{key.id}</code>
-          </li>
-        ))}
-        {ciTokens.map((token) => (
-          <li key={token.id}>
-            CI token <strong>{token.name}</strong> <code>{token.id}</code>
-          </li>
-        ))}
-      </ul>
-    </div>
   );
 }

@@ -1,22 +1,24 @@
 import {
   acceptInvitation,
-  acceptWithIntroduction,
   declineInvitation,
   isCofferApiError,
   listInvitations,
   loadMembershipChain,
   type Invitation,
 } from '@coffer/sdk';
+import { acceptWithIntroduction } from '@coffer/sdk/vault/introduction';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
 import { auth } from '../lib/auth';
 import { client } from '../lib/client';
 import { introduction } from '../lib/introduction';
+import { openedIntroduction } from './introduction-link';
 import { keyring } from '../lib/keyring';
 import { formatDate } from '../lib/format';
 import { ErrorNote } from '../ui/ErrorNote';
 import { useTitle } from '../lib/title';
+import { invitationsKey, projectsKey } from '../lib/queries';
 
 interface Joined {
   /** The project's fingerprint (its chain's root); null for a project without a chain yet. */
@@ -50,7 +52,7 @@ async function acceptOnly(
 ): Promise<Joined | undefined> {
   // Opened with its introduction link: prove this browser's keys with the link's secret
   // (and check the inviter's keys against it) while accepting.
-  const introduced = introduction.get();
+  const introduced = openedIntroduction();
   if (introduced?.memberId === invitation.id) {
     const state = auth.state;
     if (state.status !== 'signed-in') throw new Error('Sign in first');
@@ -80,7 +82,7 @@ export function InvitationList({ token }: { token?: string }) {
   const queryClient = useQueryClient();
   const [joined, setJoined] = useState<Joined & { invitation: Invitation }>();
   const invitations = useQuery({
-    queryKey: ['invitations'],
+    queryKey: invitationsKey(),
     queryFn: () => listInvitations(client, { per_page: 100 }),
     // New invitations arrive by others' hands: ask again whenever the list is shown.
     staleTime: 0,
@@ -91,8 +93,8 @@ export function InvitationList({ token }: { token?: string }) {
       setJoined({ invitation: input.invitation, ...(await accept(input.invitation, token)) });
     },
     onSettled: async () => {
-      await queryClient.invalidateQueries({ queryKey: ['invitations'] });
-      await queryClient.invalidateQueries({ queryKey: ['projects'] });
+      await queryClient.invalidateQueries({ queryKey: invitationsKey() });
+      await queryClient.invalidateQueries({ queryKey: projectsKey() });
     },
   });
   const done = joined ? <JoinedCard {...joined} /> : null;
@@ -127,7 +129,7 @@ export function InvitationList({ token }: { token?: string }) {
               you as <strong>{invitation.role}</strong> on {formatDate(invitation.invited_at)}.
             </p>
             <p className="muted small">Expires {formatDate(invitation.expires_at)}.</p>
-            {introduction.get()?.memberId === invitation.id ? (
+            {openedIntroduction()?.memberId === invitation.id ? (
               <p className="notice small">
                 You opened {invitation.invited_by.name}'s introduction link: accepting proves your
                 keys to the project's admins and checks {invitation.invited_by.name}'s keys too.

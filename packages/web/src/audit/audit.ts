@@ -1,4 +1,4 @@
-import type { AuditEvent } from '@coffer/sdk';
+import type { AuditEvent } from '@coffer/sdk/client/audit';
 
 /**
  * The names an audit event's ids stand for, as the dashboard knows them:

@@ -1,17 +1,14 @@
+import { type Environment, type Page, type Role } from '@coffer/sdk';
 import {
-  createApiKey,
-  createCiToken,
   listApiKeys,
   listCiTokens,
   revokeApiKey,
   revokeCiToken,
   type ApiKey,
   type CiToken,
-  type Environment,
-  type Page,
-  type Role,
   type Scope,
-} from '@coffer/sdk';
+} from '@coffer/sdk/client/tokens';
+import { createApiKey, createCiToken } from '@coffer/sdk/vault/tokens';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { client } from '../lib/client';
@@ -20,15 +17,14 @@ import { toProblem } from '../lib/errors';
 import { ago, formatDate } from '../lib/format';
 import { keyring } from '../lib/keyring';
 import { describeUser, useMemberDirectory } from '../lib/members';
-import { useEnvironments } from '../lib/queries';
+import { tokensKey, tokensPageKey, useEnvironments } from '../lib/queries';
 import { ConfirmDialog, Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { Pagination } from '../ui/Pagination';
-import { useProjectContext } from './ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 
 type Kind = 'api-key' | 'ci-token';
-const tokensKey = (projectId: string, kind: Kind) => ['tokens', projectId, kind] as const;
 
 /** API keys (admins) and CI tokens (admins and developers) of the project. */
 export function TokensPage() {
@@ -58,7 +54,7 @@ function TokenSection({ kind }: { kind: Kind }) {
   const [creating, setCreating] = useState(false);
   const [revoking, setRevoking] = useState<ApiKey | CiToken | null>(null);
   const list = useQuery<Page<ApiKey | CiToken>>({
-    queryKey: [...tokensKey(project.id, kind), page],
+    queryKey: tokensPageKey(project.id, kind, page),
     queryFn: (): Promise<Page<ApiKey | CiToken>> =>
       kind === 'api-key'
         ? listApiKeys(client, project.id, { page, per_page: 20 })

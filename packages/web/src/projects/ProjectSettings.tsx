@@ -4,11 +4,11 @@ import { useState } from 'react';
 import { useNavigate } from 'react-router';
 import { client } from '../lib/client';
 import { toProblem } from '../lib/errors';
-import { projectKey } from '../lib/queries';
+import { projectKey, projectsKey } from '../lib/queries';
 import { ConfirmDialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
-import { useProjectContext } from './ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 
 /** Project settings (admins): name, description, deletion. */
 export function ProjectSettingsPage() {
@@ -24,13 +24,13 @@ function ProjectSettings({ project }: { project: Project }) {
       updateProject(client, project.id, changes),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: projectKey(project.id) });
-      await queryClient.invalidateQueries({ queryKey: ['projects'] });
+      await queryClient.invalidateQueries({ queryKey: projectsKey() });
     },
   });
   const remove = useMutation({
     mutationFn: () => deleteProject(client, project.id),
     onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: ['projects'] });
+      await queryClient.invalidateQueries({ queryKey: projectsKey() });
       navigate('/projects', { replace: true });
     },
   });

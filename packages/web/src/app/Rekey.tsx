@@ -1,10 +1,11 @@
-import { rekey, type RekeyProgress } from '@coffer/sdk';
+import { rekey, type RekeyProgress } from '@coffer/sdk/vault/rekey';
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { client } from '../lib/client';
 import { keyring } from '../lib/keyring';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
+import { chainKey, projectSecretsKey, vaultKey } from '../lib/queries';
 
 const PHASES: Record<RekeyProgress['phase'], string> = {
   snapshot: 'Fetching every stored version',
@@ -45,9 +46,9 @@ export function RekeyDialog({
       });
       setResult({ epoch: done.epoch, others: done.tokensCreatedByOthers ?? [] });
       await (await keyring.vault(projectId)).refresh();
-      await queryClient.invalidateQueries({ queryKey: ['vault', projectId] });
-      await queryClient.invalidateQueries({ queryKey: ['chain', projectId] });
-      await queryClient.invalidateQueries({ queryKey: ['secrets', projectId] });
+      await queryClient.invalidateQueries({ queryKey: vaultKey(projectId) });
+      await queryClient.invalidateQueries({ queryKey: chainKey(projectId) });
+      await queryClient.invalidateQueries({ queryKey: projectSecretsKey(projectId) });
     } catch (err) {
       setError(err);
     }

@@ -1,11 +1,11 @@
 import { useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { auth, useAuth, useUnlocked } from '../lib/auth';
-import { introduction } from '../lib/introduction';
-import { SignUpForm } from './SignUp';
+import { openedIntroduction } from './introduction-link';
+import { SignUpForm } from '../app/SignUpForm';
 import { useTitle } from '../lib/title';
 import { InvitationList } from './Invitations';
-import { signInPath, TopBar, Unlock } from './Shell';
+import { signInPath, TopBar, Unlock } from '../app/Shell';
 
 /**
  * The invitation e-mail's link, `/invite?token=…`. Without an account the
@@ -53,7 +53,7 @@ export function InvitePage() {
       <div className="card auth-card stack">
         <h1>You are invited to a Coffer project</h1>
         <p>Create an account with this invitation, or sign in if you already have one.</p>
-        {introduction.get() && !token ? (
+        {openedIntroduction() && !token ? (
           <p className="notice small">
             This is the introduction link your inviter sent you. If you have no account yet, create
             it from the link in the invitation e-mail (it confirms your address), then open this

@@ -1,10 +1,12 @@
 import { type Project, type Role } from '@coffer/sdk';
 import { Link, NavLink, Outlet, useLocation, useOutletContext, useParams } from 'react-router';
-import { useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { useChain, useProject, useVaultStatus } from '../lib/queries';
 import { useTitle } from '../lib/title';
-import { RekeyDialog } from './Rekey';
 import { ErrorNote } from '../ui/ErrorNote';
+
+// Loaded when an admin starts a re-key (it brings the SDK's re-key with it).
+const RekeyDialog = lazy(() => import('./Rekey').then((m) => ({ default: m.RekeyDialog })));
 
 export function useProjectContext(): Project {
   return useOutletContext<Project>();
@@ -96,7 +98,11 @@ function RekeyBanner({ projectId }: { projectId: string }) {
       <button type="button" className="primary" onClick={() => setOpen(true)}>
         Re-key now
       </button>
-      {open ? <RekeyDialog projectId={projectId} onClose={() => setOpen(false)} /> : null}
+      {open ? (
+        <Suspense fallback={null}>
+          <RekeyDialog projectId={projectId} onClose={() => setOpen(false)} />
+        </Suspense>
+      ) : null}
     </div>
   );
 }

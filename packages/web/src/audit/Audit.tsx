@@ -1,21 +1,16 @@
-import {
-  allPages,
-  listApiKeys,
-  listAuditEvents,
-  listCiTokens,
-  type AuditEvent,
-  type AuditQuery,
-} from '@coffer/sdk';
+import { allPages } from '@coffer/sdk';
+import { listAuditEvents, type AuditEvent, type AuditQuery } from '@coffer/sdk/client/audit';
+import { listApiKeys, listCiTokens } from '@coffer/sdk/client/tokens';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { AUDIT_ACTIONS, auditActor, auditPredicate, type AuditNames } from '../lib/audit';
+import { AUDIT_ACTIONS, auditActor, auditPredicate, type AuditNames } from './audit';
 import { client } from '../lib/client';
 import { formatDateTime, parseDateTime } from '../lib/format';
 import { useMemberDirectory } from '../lib/members';
-import { useEnvironments } from '../lib/queries';
+import { auditKey, tokenNamesKey, useEnvironments } from '../lib/queries';
 import { ErrorNote } from '../ui/ErrorNote';
 import { Pagination } from '../ui/Pagination';
-import { useProjectContext } from './ProjectLayout';
+import { useProjectContext } from '../app/ProjectLayout';
 
 /** The filters as the inputs hold them (times as typed: `2026-11-26 14:03:09`, local). */
 interface Filters {
@@ -45,7 +40,7 @@ const queryOf = (filters: Filters, page: number): AuditQuery => ({
 /** The names of the project's API keys and CI tokens (revoked ones too), for events tokens made. */
 function useTokenNames(projectId: string, enabled: boolean) {
   return useQuery({
-    queryKey: ['tokens', projectId, 'names'],
+    queryKey: tokenNamesKey(projectId),
     queryFn: async () => {
       const [keys, tokens] = await Promise.all([
         allPages((page) => listApiKeys(client, projectId, { page, per_page: 100 })),
@@ -66,7 +61,7 @@ export function AuditPage() {
   const [page, setPage] = useState(1);
   const query = queryOf(filters, page);
   const events = useQuery({
-    queryKey: ['audit', project.id, query],
+    queryKey: auditKey(project.id, query),
     queryFn: () => listAuditEvents(client, project.id, query),
     placeholderData: keepPreviousData,
   });

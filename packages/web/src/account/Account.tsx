@@ -18,6 +18,7 @@ import { ErrorNote } from '../ui/ErrorNote';
 import { Field } from '../ui/Field';
 import { NewPasswordFields, passwordStrength } from '../ui/NewPassword';
 import { useTitle } from '../lib/title';
+import { sessionsKey } from '../lib/queries';
 
 const allSessions = (): Promise<Session[]> =>
   allPages((page) =>
@@ -59,12 +60,12 @@ export function AccountPage() {
 
 function SessionsCard() {
   const queryClient = useQueryClient();
-  const list = useQuery({ queryKey: ['sessions'], queryFn: allSessions });
+  const list = useQuery({ queryKey: sessionsKey(), queryFn: allSessions });
   const revoke = useMutation({
     mutationFn: async (targets: Session[]) => {
       for (const session of targets) await revokeSession(client, session.id);
     },
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['sessions'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: sessionsKey() }),
   });
   const others = list.data?.filter((s) => !s.current) ?? [];
   return (
@@ -152,7 +153,7 @@ function PasswordCard() {
     onSuccess: async (keys) => {
       if (user) keyring.unlock(keys, user.id);
       setPassword('');
-      await queryClient.invalidateQueries({ queryKey: ['sessions'] });
+      await queryClient.invalidateQueries({ queryKey: sessionsKey() });
     },
   });
   const [mismatch, setMismatch] = useState(false);

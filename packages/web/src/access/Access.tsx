@@ -1,22 +1,21 @@
 import {
   loadMembershipChain,
-  grantMember,
   isVaultError,
-  vouchFor,
   type MembershipStatement,
   type PendingGrant,
 } from '@coffer/sdk';
+import { grantMember, vouchFor } from '@coffer/sdk/vault/project';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useId, useState } from 'react';
 import { client } from '../lib/client';
 import { formatDate } from '../lib/format';
 import { keyring } from '../lib/keyring';
 import { useMemberDirectory } from '../lib/members';
-import { chainKey, useVaultStatus, vaultKey } from '../lib/queries';
+import { chainKey, chainStatementsKey, useVaultStatus, vaultKey, vouchKey } from '../lib/queries';
 import { Dialog } from '../ui/Dialog';
 import { ErrorNote } from '../ui/ErrorNote';
-import { useProjectContext } from './ProjectLayout';
-import { RekeyDialog } from './Rekey';
+import { useProjectContext } from '../app/ProjectLayout';
+import { RekeyDialog } from '../app/Rekey';
 
 const normalize = (fingerprint: string) => fingerprint.replace(/\s+/g, '').toUpperCase();
 
@@ -135,7 +134,7 @@ function MembershipChain({ projectId, isAdmin }: { projectId: string; isAdmin: b
   const [all, setAll] = useState(false);
   const directory = useMemberDirectory(projectId);
   const chain = useQuery({
-    queryKey: [...chainKey(projectId), 'statements'],
+    queryKey: chainStatementsKey(projectId),
     queryFn: async () => {
       const vault = await keyring.vault(projectId);
       const state = await loadMembershipChain(client, projectId, { pins: await keyring.pins() });
@@ -269,7 +268,7 @@ function GrantDialog({
   const toldId = useId();
   // What vouches for these keys without asking the admin anything, or why nothing does.
   const vouched = useQuery({
-    queryKey: ['vouch', projectId, member.user_id, member.public_key, member.signing_public_key],
+    queryKey: vouchKey(projectId, member),
     queryFn: async () => {
       try {
         const mode = vouchFor(await keyring.vault(projectId), member, {
