@@ -7,10 +7,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import { cacheKeys, KeyedMatcher, keyedTags } from '../src/scan/cache.js';
 import { variantsOf } from '../src/scan/encodings.js';
 import { IgnoreRules } from '../src/scan/ignore.js';
 import { Matcher } from '../src/scan/matcher.js';
 import { SecretScanner } from '../src/scan/scanner.js';
+import { sipHash, sipKey } from '../src/scan/siphash.js';
 
 /** A deterministic generator, so a failure can be replayed. */
 function random(seed: number) {
@@ -77,6 +80,76 @@ describe('Matcher', () => {
     assert.deepEqual(found, []);
     const store = (matcher as unknown as { store: Buffer }).store;
     assert.ok(store.every((b) => b === 0));
+  });
+});
+
+describe('keyed-hash matcher (the hook cache)', () => {
+  test('SipHash-2-4 gives the reference vectors (key 00..0f, message 00..len-1)', () => {
+    // From the SipHash paper's test vectors (vectors.h), output bytes little-endian.
+    const expected = [
+      '310e0edd47db6f72',
+      'fd67dc93c539f874',
+      '5a4fa9d909806c0d',
+      '2d7efbd796666785',
+      'b7877127e09427cf',
+      '8da699cd64557618',
+      'cee3fe586e46c9cb',
+      '37d1018bf50002ab',
+      '6224939a79f5f593',
+    ];
+    const key = sipKey(Uint8Array.from({ length: 16 }, (_, i) => i));
+    const out = new Int32Array(2);
+    expected.forEach((hex, length) => {
+      // At an offset, as the scan calls it.
+      const message = Uint8Array.from({ length: length + 3 }, (_, i) => (i < 3 ? 0xee : i - 3));
+      sipHash(key, message, 3, length, out);
+      const bytes = Buffer.alloc(8);
+      bytes.writeUInt32LE(out[1]! >>> 0, 0);
+      bytes.writeUInt32LE(out[0]! >>> 0, 4);
+      assert.equal(bytes.toString('hex'), hex, `length ${length}`);
+    });
+  });
+
+  test('finds exactly what the plain matcher finds, from keyed hashes only', () => {
+    const keys = cacheKeys(randomBytes(32));
+    for (const [seed, alphabet, count] of [
+      [5, 'ab', 30],
+      [6, 'abcdefghijklmnopqrstuvwxyz0123456789', 300],
+      [7, '\u0000\u00ff\n ab', 60],
+    ] as const) {
+      const rnd = random(seed);
+      const pick = (n: number) =>
+        Buffer.from(
+          Array.from({ length: n }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join(''),
+          'latin1',
+        );
+      const patterns = Array.from({ length: count }, () => pick(1 + Math.floor(rnd() * 30)));
+      patterns.push(Buffer.concat([patterns[0]!, patterns[1]!]), patterns[2]!.subarray(1));
+      const unique = patterns.filter(
+        (p, i) => p.length > 0 && patterns.findIndex((q) => q.equals(p)) === i,
+      );
+      const text = Buffer.concat([pick(5_000), ...unique.slice(0, 20), pick(2_000)]);
+      const { anchorTags, fullTags } = keyedTags(keys, unique);
+      const keyed = new KeyedMatcher(
+        keys,
+        Int32Array.from(unique, (p) => p.length),
+        anchorTags,
+        fullTags,
+      );
+      const found: string[] = [];
+      keyed.scan(text, text.length, (p, start) => found.push(`${p}@${start}`));
+      assert.deepEqual(found.sort(), naive(unique, text), `seed ${seed}`);
+      // Another credential's keys find nothing.
+      const other = new KeyedMatcher(
+        cacheKeys(randomBytes(32)),
+        Int32Array.from(unique, (p) => p.length),
+        anchorTags,
+        fullTags,
+      );
+      const none: string[] = [];
+      other.scan(text, text.length, (p, start) => none.push(`${p}@${start}`));
+      assert.deepEqual(none, [], `seed ${seed}`);
+    }
   });
 });
 

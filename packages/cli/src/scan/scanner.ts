@@ -1,5 +1,5 @@
 import { variantsOf, type Encoding } from './encodings.js';
-import { Matcher } from './matcher.js';
+import { Matcher, type OnMatch } from './matcher.js';
 
 /** One occurrence: which secret (index into the scan's list), in which form, where (1-based). */
 export interface Hit {
@@ -23,31 +23,63 @@ const BINARY_PROBE = 8000;
 export const looksBinary = (buf: Uint8Array): boolean =>
   buf.subarray(0, BINARY_PROBE).indexOf(0) !== -1;
 
+/** What the scanner needs of a matcher: the plain one (values) or the keyed one (the cache). */
+export interface PatternMatcher {
+  scan(buf: Uint8Array, end: number, onMatch: OnMatch): void;
+  readonly maxLength: number;
+  wipe(): void;
+}
+
+/** Per pattern: its secret (index into the scan's list), length and encoding. */
+export interface PatternTable {
+  secret: Int32Array;
+  length: Int32Array;
+  encoding: Encoding[];
+}
+
 /**
  * Every encoded form of every value in one matcher. The forms are copied into
- * the matcher and zeroed right away; `wipe()` zeroes the matcher.
+ * the matcher and zeroed right away; `wipe()` zeroes the matcher. With
+ * `tagger`, each form is also handed to it (for the keyed-hash cache) before
+ * it is zeroed.
  */
 export class SecretScanner {
-  private readonly matcher: Matcher;
-  private readonly patternSecret: Int32Array;
-  private readonly patternLength: Int32Array;
-  private readonly patternEncoding: Encoding[] = [];
+  private readonly matcher: PatternMatcher;
+  readonly patterns: PatternTable;
   readonly patternCount: number;
 
-  constructor(values: readonly { bytes: Buffer; text: string }[]) {
+  constructor(
+    source:
+      | readonly { bytes: Buffer; text: string }[]
+      | { matcher: PatternMatcher; patterns: PatternTable },
+    tagger?: (patterns: readonly Buffer[], table: PatternTable) => void,
+  ) {
+    if (!Array.isArray(source)) {
+      const given = source as { matcher: PatternMatcher; patterns: PatternTable };
+      this.matcher = given.matcher;
+      this.patterns = given.patterns;
+      this.patternCount = given.patterns.length.length;
+      return;
+    }
+    const values = source as readonly { bytes: Buffer; text: string }[];
     const patterns: Buffer[] = [];
     const secrets: number[] = [];
+    const encodings: Encoding[] = [];
     values.forEach((value, i) => {
       for (const variant of variantsOf(value.bytes, value.text)) {
         patterns.push(variant.bytes);
         secrets.push(i);
-        this.patternEncoding.push(variant.encoding);
+        encodings.push(variant.encoding);
       }
     });
-    this.patternSecret = Int32Array.from(secrets);
-    this.patternLength = Int32Array.from(patterns.map((p) => p.length));
+    this.patterns = {
+      secret: Int32Array.from(secrets),
+      length: Int32Array.from(patterns.map((p) => p.length)),
+      encoding: encodings,
+    };
     this.patternCount = patterns.length;
     this.matcher = new Matcher(patterns);
+    tagger?.(patterns, this.patterns);
     for (const p of patterns) p.fill(0);
   }
 
@@ -96,14 +128,14 @@ export class SecretScanner {
     const seen = new Set<string>();
     const locate = locator(buf, cursor);
     for (const { pattern, start } of found) {
-      const secret = this.patternSecret[pattern]!;
+      const secret = this.patterns.secret[pattern]!;
       const key = `${secret}:${start}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      let encoding = this.patternEncoding[pattern]!;
+      let encoding = this.patterns.encoding[pattern]!;
       if (
         (encoding === 'raw' || encoding === 'url-encoded') &&
-        inUserinfo(buf, start, start + this.patternLength[pattern]!)
+        inUserinfo(buf, start, start + this.patterns.length[pattern]!)
       )
         encoding = 'url-userinfo';
       hits.push({ secret, encoding, ...locate(start) });

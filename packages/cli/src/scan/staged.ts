@@ -40,13 +40,12 @@ export async function stagedDiff(repo: string): Promise<Buffer> {
  * The pre-commit hook's fast path: only the lines the staged changes add
  * (`git diff --cached -U0`), not the tree. Each file's added lines are scanned
  * together, so a value split over consecutive added lines is found too; the
- * line numbers are those of the staged file.
+ * line numbers are those of the staged file. The caller zeroes the diff.
  */
-export async function scanStaged(
-  diff: Promise<Buffer>,
+export function scanStaged(
+  stdout: Buffer,
   scanner: SecretScanner,
-): Promise<{ hits: StagedHit[]; files: number; bytes: number }> {
-  const stdout = await diff;
+): { hits: StagedHit[]; files: number; bytes: number } {
   const hits: StagedHit[] = [];
   let files = 0;
   let bytes = 0;
@@ -87,7 +86,6 @@ export async function scanStaged(
     } else if (line.subarray(0, 5).toString('latin1') === 'diff ') flush();
   }
   flush();
-  stdout.fill(0);
   return { hits, files, bytes };
 }
 
