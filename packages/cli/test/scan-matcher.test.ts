@@ -71,6 +71,29 @@ describe('Matcher', () => {
     assert.deepEqual(none, []);
   });
 
+  test('finds long patterns at every offset modulo the sampling stride, up to both ends', () => {
+    const long = Buffer.from('L0ng-Pattern-9f8e7d6c5b4a');
+    const other = Buffer.from('another-long-one-0123456789');
+    const matcher = new Matcher([long, other]);
+    for (let before = 0; before < 9; before++) {
+      for (let after = 0; after < 9; after++) {
+        const text = Buffer.concat([
+          Buffer.alloc(before, 0x2e),
+          long,
+          Buffer.alloc(after, 0x2e),
+          other,
+        ]);
+        const found: string[] = [];
+        matcher.scan(text, text.length, (p, start) => found.push(`${p}@${start}`));
+        assert.deepEqual(found.sort(), naive([long, other], text), `${before}/${after}`);
+        // A window that ends just after the first pattern's start still reports it, once.
+        const early: string[] = [];
+        matcher.scan(text, before + 1, (p, start) => early.push(`${p}@${start}`));
+        assert.deepEqual(early, [`0@${before}`], `${before}/${after}`);
+      }
+    }
+  });
+
   test('wipe() leaves no byte of a pattern in the matcher', () => {
     const value = Buffer.from('wipe-me-0123456789-secret');
     const matcher = new Matcher([value]);
