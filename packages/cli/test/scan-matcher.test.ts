@@ -237,6 +237,49 @@ describe('encoded forms', () => {
     }
   });
 
+  test('base64 broken into lines (PEM, MIME, indented YAML, CRLF) is found across the breaks', () => {
+    const value = 'Wr4pped/Secret+Value_0123456789abcdefXYZ';
+    const scanner = new SecretScanner([{ bytes: Buffer.from(value), text: value }]);
+    // A certificate-like payload holding the value somewhere in its middle.
+    const payload = Buffer.concat([
+      randomBytes(100),
+      Buffer.from(`token=${value}\n`),
+      randomBytes(90),
+    ]);
+    for (const [width, indent, eol, codec] of [
+      [64, '', '\n', 'base64'],
+      [76, '', '\r\n', 'base64'],
+      [60, '    ', '\n', 'base64'],
+      [20, '  ', '\n', 'base64url'],
+    ] as const) {
+      const encoded = payload.toString(codec);
+      const rows = encoded.match(new RegExp(`.{1,${width}}`, 'g'))!;
+      const text = `-----BEGIN THING-----${eol}${rows.map((r) => `${indent}${r}`).join(eol)}${eol}-----END THING-----${eol}`;
+      const hits = scanner.scanBuffer(Buffer.from(text));
+      assert.ok(hits.length >= 1, `width ${width}: not found`);
+      assert.ok(
+        hits.every((h) => h.encoding === codec || h.encoding === 'base64'),
+        JSON.stringify(hits),
+      );
+      // Where it starts: the value is at byte 106 of the payload, so (106 mod 3 = 1)
+      // the run that depends on it alone starts 2 characters into group 35.
+      const run = 35 * 4 + 2;
+      assert.deepEqual(
+        [hits[0]!.line, hits[0]!.column],
+        [2 + Math.floor(run / width), indent.length + (run % width) + 1],
+        `width ${width}`,
+      );
+    }
+    // Lines of ordinary text are not joined into base64.
+    const prose = Buffer.from(`${value.slice(0, 20)}\n${value.slice(20)}\n`);
+    assert.deepEqual(
+      scanner.scanBuffer(prose).map((h) => h.encoding),
+      [],
+      'a raw value split over lines is not reported as base64',
+    );
+    scanner.wipe();
+  });
+
   test('a value split over a window boundary of a stream is found once, at the right line', async () => {
     const value = 'stream-boundary-secret-0123456789';
     const scanner = new SecretScanner([{ bytes: Buffer.from(value), text: value }]);

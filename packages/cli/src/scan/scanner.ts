@@ -122,6 +122,7 @@ export class SecretScanner {
   private scanWindow(buf: Uint8Array, end: number, cursor: Cursor): Hit[] {
     const found: { pattern: number; start: number }[] = [];
     this.matcher.scan(buf, end, (pattern, start) => found.push({ pattern, start }));
+    this.scanWrapped(buf, end, found);
     if (found.length === 0) return [];
     found.sort((a, b) => a.start - b.start || a.pattern - b.pattern);
     const hits: Hit[] = [];
@@ -143,10 +144,87 @@ export class SecretScanner {
     return hits;
   }
 
+  /**
+   * Base64 broken into lines (PEM, MIME, `base64` without `-w0`, a YAML block
+   * scalar): each run of two or more lines holding only base64 characters
+   * (the first at least 16, indentation and `\r` aside) is joined without its
+   * line breaks and matched again; a base64 form found across a break is
+   * reported where it starts in the file. Matches within one line were found
+   * by the scan of the file itself.
+   */
+  private scanWrapped(
+    buf: Uint8Array,
+    end: number,
+    found: { pattern: number; start: number }[],
+  ): void {
+    let lines: number[] = []; // start, end of each line of the current run
+    const flush = () => {
+      if (lines.length >= 4 && lines[1]! - lines[0]! >= 16)
+        this.matchJoined(buf, end, lines, found);
+      lines = [];
+    };
+    for (let at = 0; at < buf.length;) {
+      if (at >= end && lines.length === 0) break;
+      let nl = buf.indexOf(10, at);
+      if (nl < 0) nl = buf.length;
+      let from = at;
+      while (from < nl && (buf[from] === 0x20 || buf[from] === 0x09)) from++;
+      let to = nl;
+      if (to > from && buf[to - 1] === 0x0d) to--;
+      let base64 = to - from >= 4;
+      for (let i = from; base64 && i < to; i++) base64 = BASE64_CHAR[buf[i]!] === 1;
+      if (base64) lines.push(from, to);
+      else flush();
+      at = nl + 1;
+    }
+    flush();
+  }
+
+  private matchJoined(
+    buf: Uint8Array,
+    end: number,
+    lines: number[],
+    found: { pattern: number; start: number }[],
+  ): void {
+    const parts: Uint8Array[] = [];
+    const joinedAt: number[] = []; // where each line starts in the joined text
+    let length = 0;
+    for (let i = 0; i < lines.length; i += 2) {
+      joinedAt.push(length);
+      parts.push(buf.subarray(lines[i]!, lines[i + 1]!));
+      length += lines[i + 1]! - lines[i]!;
+    }
+    const joined = Buffer.concat(parts, length);
+    const lineOf = (offset: number) => {
+      let lo = 0;
+      let hi = joinedAt.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (joinedAt[mid]! <= offset) lo = mid;
+        else hi = mid - 1;
+      }
+      return lo;
+    };
+    this.matcher.scan(joined, joined.length, (pattern, start) => {
+      const encoding = this.patterns.encoding[pattern];
+      if (encoding !== 'base64' && encoding !== 'base64url') return;
+      const first = lineOf(start);
+      if (lineOf(start + this.patterns.length[pattern]! - 1) === first) return;
+      const at = lines[2 * first]! + (start - joinedAt[first]!);
+      if (at < end) found.push({ pattern, start: at });
+    });
+    joined.fill(0);
+  }
+
   wipe(): void {
     this.matcher.wipe();
   }
 }
+
+/** Characters of standard and URL-safe base64, padding included. */
+const BASE64_CHAR = new Uint8Array(256);
+for (const c of Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_='))
+  BASE64_CHAR[c] = 1;
 
 /** Whether `buf[start, end)` is the password of a `scheme://user:password@host` URL. */
 function inUserinfo(buf: Uint8Array, start: number, end: number): boolean {
