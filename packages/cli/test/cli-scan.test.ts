@@ -552,6 +552,34 @@ describe('coffer scan', () => {
     assert.equal((await as(['scan', '--no-cache'], repo)).code, 2, '--no-cache is for --staged');
   });
 
+  test('--staged --binary scans each staged binary file whole; without it they are counted as skipped', async () => {
+    const repo = join(work, 'binary-staged');
+    initRepo(repo);
+    const blob = Buffer.concat([
+      Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 0, 1]),
+      Buffer.from(`\nbuilt with\nkey=${staging.STAGING_TOKEN}\0\0`),
+    ]);
+    plant(repo, 'bin/tool', blob);
+    plant(repo, 'notes.txt', 'nothing\n');
+    git(repo, ['add', '.']);
+    const plain = await as(['scan', '--staged'], repo);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.match(plain.stderr, /1 binary skipped \(--binary scans them\)/);
+    for (const extra of [[], ['--no-cache'], ['--json']]) {
+      const scanned = await as(['scan', '--staged', '--binary', ...extra], repo);
+      assert.equal(scanned.code, 1, scanned.stderr);
+      if (extra[0] === '--json') {
+        const report = JSON.parse(scanned.stdout) as {
+          findings: { path: string; line: number; column: number; secret: { name: string } }[];
+        };
+        assert.deepEqual(
+          report.findings.map((f) => [f.path, f.line, f.column, f.secret.name]),
+          [['bin/tool', 3, 5, 'STAGING_TOKEN']],
+        );
+      } else assert.equal(scanned.stdout, 'bin/tool:3:5  STAGING_TOKEN (staging) [raw]\n');
+    }
+  });
+
   test('errors exit 2 with one line', async () => {
     const missing = await as(['scan', 'no-such-dir'], work);
     assert.equal(missing.code, 2);

@@ -16,7 +16,7 @@ import {
   type ScanSummary,
 } from '../scan/report.js';
 import { looksBinary, SecretScanner, type Hit } from '../scan/scanner.js';
-import { scanStaged, stagedDiff } from '../scan/staged.js';
+import { scanStaged, scanStagedBinaries, stagedDiff } from '../scan/staged.js';
 import { keyedTags, writeCache } from '../scan/cache.js';
 import { ScanCacheAccess } from '../scan/cached.js';
 import { loadScanValues, type NotScanned, type ScanValues } from '../scan/values.js';
@@ -233,10 +233,15 @@ async function scanFromCache(
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
     const result = scanStaged(staged, scanner);
-    if (result.hits.length > 0 && (options.format !== 'text' || options.baseline)) return null;
+    const binaries = options.binary
+      ? await scanStagedBinaries(process.cwd(), scanner, KEYED_DIFF_LIMIT - staged.length)
+      : null;
+    if (options.binary && binaries === null) return null;
+    const hits = binaries ? [...result.hits, ...binaries.hits] : result.hits;
+    if (hits.length > 0 && (options.format !== 'text' || options.baseline)) return null;
     const cpu = process.cpuUsage(cpuBefore);
     const { secrets, notScanned } = cached.header;
-    const findings = result.hits.map((hit): Finding => {
+    const findings = hits.map((hit): Finding => {
       const secret = secrets[hit.secret]!;
       return {
         ...hit,
@@ -248,9 +253,9 @@ async function scanFromCache(
     });
     const summary: ScanSummary = {
       mode: 'staged',
-      scanned: result.files,
-      bytes: result.bytes,
-      skippedBinary: 0,
+      scanned: result.files + (binaries?.files ?? 0),
+      bytes: result.bytes + (binaries?.bytes ?? 0),
+      skippedBinary: binaries ? 0 : result.binaries,
       secrets: secrets.length,
       patterns: scanner.patternCount,
       seconds: (performance.now() - started) / 1000,
@@ -385,8 +390,15 @@ async function scanTarget(
       };
     }
     case 'staged': {
-      const { hits, files, bytes } = scanStaged(await diff!, scanner);
-      return { hits, scanned: files, bytes, skippedBinary: 0 };
+      const { hits, files, bytes, binaries } = scanStaged(await diff!, scanner);
+      if (!options.binary) return { hits, scanned: files, bytes, skippedBinary: binaries };
+      const whole = (await scanStagedBinaries(process.cwd(), scanner))!;
+      return {
+        hits: [...hits, ...whole.hits],
+        scanned: files + whole.files,
+        bytes: bytes + whole.bytes,
+        skippedBinary: 0,
+      };
     }
     case 'git': {
       const repo = options.paths[0]!;
