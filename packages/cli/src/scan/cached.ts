@@ -1,6 +1,5 @@
-import { allEnvironments, CofferClient, SESSION_COOKIE } from '@coffer/sdk';
+import { allEnvironments, secretListingTag, type CofferClient } from '@coffer/sdk';
 import type { Context } from '../context.js';
-import { transportFetch } from '../transport.js';
 import {
   cacheKeys,
   cachePath,
@@ -34,7 +33,6 @@ export class ScanCacheAccess {
     readonly keys: CacheKeys,
     readonly path: string,
     readonly descriptor: string,
-    private readonly fetchImpl: typeof fetch,
     private readonly ctx: Context,
     readonly client: CofferClient,
   ) {}
@@ -51,22 +49,8 @@ export class ScanCacheAccess {
       [...envRefs].sort(),
       minLength,
     ]);
-    const fetchImpl = await transportFetch(ctx.caFile());
-    const client = new CofferClient({
-      baseUrl: ctx.server(),
-      fetch: fetchImpl,
-      credential: ctx.token
-        ? { bearer: ctx.token.split('.')[0]! }
-        : { session: ctx.requireSession().cookie },
-    });
-    return new ScanCacheAccess(
-      keys,
-      cachePath(keys, descriptor),
-      descriptor,
-      fetchImpl,
-      ctx,
-      client,
-    );
+    const client = await ctx.client();
+    return new ScanCacheAccess(keys, cachePath(keys, descriptor), descriptor, ctx, client);
   }
 
   read(): CachedScan | null {
@@ -78,17 +62,15 @@ export class ScanCacheAccess {
    * `known`, whether it is unchanged (`304`) instead.
    */
   async check(projectId: string, envId: string, known?: string): Promise<string | null> {
-    const path = `/v1/projects/${encodeURIComponent(projectId)}/environments/${encodeURIComponent(envId)}/secrets`;
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (this.ctx.token) headers.authorization = `Bearer ${this.ctx.token.split('.')[0]!}`;
-    else headers.cookie = `${SESSION_COOKIE}=${this.ctx.requireSession().cookie}`;
-    if (known) headers['if-none-match'] = known;
-    const response = await this.fetchImpl(
-      `${this.ctx.server()}${path}?page=1&per_page=100&sort=updated_at&order=desc`,
-      { method: 'GET', headers },
+    const { changed, etag } = await secretListingTag(
+      this.client,
+      projectId,
+      envId,
+      { page: 1, per_page: 100, sort: 'updated_at', order: 'desc' },
+      known,
     );
-    if (known) return response.status === 304 ? known : null;
-    return response.ok ? response.headers.get('etag') : null;
+    if (known) return changed ? null : known;
+    return etag;
   }
 
   /** Whether the cache still holds exactly what a full scan would look for now. */

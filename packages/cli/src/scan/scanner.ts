@@ -171,8 +171,9 @@ export class SecretScanner {
       while (from < nl && (buf[from] === 0x20 || buf[from] === 0x09)) from++;
       let to = nl;
       if (to > from && buf[to - 1] === 0x0d) to--;
-      let base64 = to - from >= 4;
-      for (let i = from; base64 && i < to; i++) base64 = BASE64_CHAR[buf[i]!] === 1;
+      // The last character first: most lines of code and prose end in one that is not base64.
+      let base64 = to - from >= 4 && BASE64_CHAR[buf[to - 1]!] === 1;
+      for (let i = from; base64 && i < to - 1; i++) base64 = BASE64_CHAR[buf[i]!] === 1;
       if (base64) lines.push(from, to);
       else flush();
       at = nl + 1;
