@@ -27,9 +27,14 @@ import type { NotScanned, ScanSecret } from './values.js';
  */
 
 const MAGIC = Buffer.from('coffer-scan-cache\0');
-const VERSION = 1;
+const VERSION = 2;
 /** Bytes of each pattern under the anchor hash (all of a shorter one). */
 export const KEYED_ANCHOR = 8;
+/** A form this long is looked for every STRIDE bytes, through its anchors at offsets 0 to STRIDE - 1. */
+const STRIDE = 4;
+const LONG = KEYED_ANCHOR + STRIDE - 1;
+/** Anchor hashes kept per pattern: [high, low] at each offset (a short pattern uses the first). */
+const TAGS = 2 * STRIDE;
 /** Bytes of each pattern's full keyed hash. */
 const FULL_TAG = 16;
 
@@ -87,7 +92,7 @@ export interface CacheHeader {
 export interface CachedScan {
   header: CacheHeader;
   patterns: PatternTable;
-  /** Per pattern: the anchor's SipHash as [high, low]. */
+  /** Per pattern: its anchors' SipHash as [high, low], at offsets 0 to 3 (a short one: 0 only). */
   anchorTags: Int32Array;
   /** Per pattern: the first 16 bytes of HMAC-SHA-256 of the whole pattern. */
   fullTags: Buffer;
@@ -100,13 +105,16 @@ export function keyedTags(
   keys: CacheKeys,
   patterns: readonly Buffer[],
 ): { anchorTags: Int32Array; fullTags: Buffer } {
-  const anchorTags = new Int32Array(2 * patterns.length);
+  const anchorTags = new Int32Array(TAGS * patterns.length);
   const fullTags = Buffer.alloc(FULL_TAG * patterns.length);
   const out = new Int32Array(2);
   patterns.forEach((pattern, p) => {
-    sipHash(keys.anchor, pattern, 0, Math.min(KEYED_ANCHOR, pattern.length), out);
-    anchorTags[2 * p] = out[0]!;
-    anchorTags[2 * p + 1] = out[1]!;
+    const offsets = pattern.length >= LONG ? STRIDE : 1;
+    for (let j = 0; j < offsets; j++) {
+      sipHash(keys.anchor, pattern, j, Math.min(KEYED_ANCHOR, pattern.length), out);
+      anchorTags[TAGS * p + 2 * j] = out[0]!;
+      anchorTags[TAGS * p + 2 * j + 1] = out[1]!;
+    }
     fullTag(keys.full, pattern, 0, pattern.length).copy(fullTags, FULL_TAG * p);
   });
   return { anchorTags, fullTags };
@@ -197,7 +205,7 @@ export function readCache(path: string, keys: CacheKeys, descriptor: string): Ca
   const secret = int32s(take(4 * n));
   const length = int32s(take(4 * n));
   const encoding = Array.from(take(n), (e) => ENCODINGS[e]!);
-  const anchorTags = int32s(take(8 * n));
+  const anchorTags = int32s(take(4 * TAGS * n));
   const fullTags = Buffer.from(take(FULL_TAG * n));
   plain.fill(0);
   return { header, patterns: { secret, length, encoding }, anchorTags, fullTags };
@@ -214,18 +222,19 @@ function int32s(bytes: Buffer): Int32Array {
 }
 
 /**
- * A matcher over keyed hashes only: at every position, the SipHash of the
- * next (up to) 8 bytes is looked up in an open-addressing table of the
- * anchors' hashes; at a hit, the HMAC of the text of the pattern's length is
- * compared with the pattern's. It holds no pattern, so it needs no wiping of
- * values, only of its keys. The cost is one SipHash per position and anchor
- * length (about 0.4 µs): meant for diffs, not trees.
+ * A matcher over keyed hashes only. A form of 11 bytes or more is looked for
+ * every 4 bytes: the SipHash of the 8 bytes at each multiple of 4 is looked up
+ * in an open-addressing table of the forms' anchors at their offsets 0 to 3
+ * (one of which any occurrence holds at such a position); a shorter form's
+ * anchor (its first 8 bytes, or all of it) is hashed at every position. At a
+ * hit, the HMAC of the text of the form's length is compared with the form's.
+ * It holds no pattern, so there is no value to wipe, only its keys. The cost
+ * is a SipHash (about 0.4 µs) per 4 bytes: meant for diffs, not trees.
  */
 export class KeyedMatcher implements PatternMatcher {
   readonly maxLength: number;
-  private readonly lengths: number[];
-  private readonly tables: Int32Array[];
-  private readonly masks: number[];
+  /** Per group: the anchor length, its table of entries (pattern × offset + 1) and mask; group 0 is the long forms. */
+  private readonly groups: { length: number; table: Int32Array; mask: number }[] = [];
   private readonly out = new Int32Array(2);
 
   constructor(
@@ -236,64 +245,78 @@ export class KeyedMatcher implements PatternMatcher {
   ) {
     const n = patternLength.length;
     let maxLength = 0;
-    const byLength = new Map<number, number[]>();
+    const entries = new Map<number, number[]>(); // anchor length (0: long) → entries
     for (let p = 0; p < n; p++) {
-      maxLength = Math.max(maxLength, patternLength[p]!);
-      const l = Math.min(KEYED_ANCHOR, patternLength[p]!);
-      let group = byLength.get(l);
-      if (!group) byLength.set(l, (group = []));
-      group.push(p);
+      const length = patternLength[p]!;
+      maxLength = Math.max(maxLength, length);
+      const key = length >= LONG ? 0 : Math.min(KEYED_ANCHOR, length);
+      let list = entries.get(key);
+      if (!list) entries.set(key, (list = []));
+      if (key === 0) for (let j = 0; j < STRIDE; j++) list.push(p * STRIDE + j);
+      else list.push(p * STRIDE);
     }
     this.maxLength = maxLength;
-    this.lengths = [...byLength.keys()].sort((a, b) => a - b);
-    this.tables = [];
-    this.masks = [];
-    for (const l of this.lengths) {
-      const group = byLength.get(l)!;
+    for (const key of [...entries.keys()].sort((a, b) => a - b)) {
+      const list = entries.get(key)!;
       let size = 16;
-      while (size < group.length * 2) size *= 2;
-      const table = new Int32Array(size); // pattern + 1, or 0 for an empty slot
+      while (size < list.length * 2) size *= 2;
+      const table = new Int32Array(size); // entry + 1, or 0 for an empty slot
       const mask = size - 1;
-      for (const p of group) {
-        let slot = anchorTags[2 * p + 1]! & mask;
+      for (const e of list) {
+        let slot = anchorTags[2 * e + 1]! & mask;
         while (table[slot] !== 0) slot = (slot + 1) & mask;
-        table[slot] = p + 1;
+        table[slot] = e + 1;
       }
-      this.tables.push(table);
-      this.masks.push(mask);
+      this.groups.push({ length: key, table, mask });
     }
   }
 
   scan(buf: Uint8Array, end: number, onMatch: OnMatch): void {
-    const { anchorTags, patternLength, out } = this;
-    const anchor = this.keys.anchor;
-    this.lengths.forEach((l, t) => {
-      const table = this.tables[t]!;
-      const mask = this.masks[t]!;
-      const stop = Math.min(end, buf.length - l + 1);
-      for (let i = 0; i < stop; i++) {
-        sipHash(anchor, buf, i, l, out);
-        const hi = out[0]!;
-        const lo = out[1]!;
-        for (let slot = lo & mask; table[slot] !== 0; slot = (slot + 1) & mask) {
-          const p = table[slot]! - 1;
-          if (anchorTags[2 * p + 1] !== lo || anchorTags[2 * p] !== hi) continue;
-          const length = patternLength[p]!;
-          if (i + length > buf.length) continue;
-          if (
-            length <= l ||
-            fullTag(this.keys.full, buf, i, length).equals(
-              this.fullTags.subarray(FULL_TAG * p, FULL_TAG * (p + 1)),
-            )
-          )
-            onMatch(p, i);
-        }
+    for (const { length, table, mask } of this.groups) {
+      if (length === 0) {
+        // Every fourth position; an occurrence starting at t holds anchor t mod 4… at the next multiple of 4.
+        const stop = Math.min(buf.length - KEYED_ANCHOR, end + STRIDE - 2);
+        for (let a = 0; a <= stop; a += STRIDE)
+          this.probe(buf, end, a, KEYED_ANCHOR, table, mask, onMatch);
+      } else {
+        const stop = Math.min(end - 1, buf.length - length);
+        for (let i = 0; i <= stop; i++) this.probe(buf, end, i, length, table, mask, onMatch);
       }
-    });
+    }
+  }
+
+  private probe(
+    buf: Uint8Array,
+    end: number,
+    at: number,
+    length: number,
+    table: Int32Array,
+    mask: number,
+    onMatch: OnMatch,
+  ): void {
+    const { anchorTags, patternLength, out } = this;
+    sipHash(this.keys.anchor, buf, at, length, out);
+    const hi = out[0]!;
+    const lo = out[1]!;
+    for (let slot = lo & mask; table[slot] !== 0; slot = (slot + 1) & mask) {
+      const e = table[slot]! - 1;
+      if (anchorTags[2 * e + 1] !== lo || anchorTags[2 * e] !== hi) continue;
+      const p = (e / STRIDE) | 0;
+      const start = at - (e % STRIDE);
+      const size = patternLength[p]!;
+      if (start < 0 || start >= end || start + size > buf.length) continue;
+      if (
+        size <= length ||
+        fullTag(this.keys.full, buf, start, size).equals(
+          this.fullTags.subarray(FULL_TAG * p, FULL_TAG * (p + 1)),
+        )
+      )
+        onMatch(p, start);
+    }
   }
 
   wipe(): void {
-    for (const table of this.tables) table.fill(0);
+    for (const group of this.groups) group.table.fill(0);
     this.anchorTags.fill(0);
     this.fullTags.fill(0);
   }
