@@ -18,9 +18,17 @@ import { CliError } from './cli/errors.js';
  */
 export async function transportFetch(caFile: string | null): Promise<typeof fetch> {
   const ca = caFile === null ? undefined : readCa(caFile);
-  const [https, http] = await Promise.all([import('node:https'), import('node:http')]);
+  const [https, http, tls] = await Promise.all([
+    import('node:https'),
+    import('node:http'),
+    import('node:tls'),
+  ]);
+  // One TLS context for every connection: given only `ca`, each connection
+  // would parse the certificate into a context of its own (about 20 ms of CPU
+  // each on a busy machine, paid again for every request sent in parallel).
+  const secureContext = ca ? tls.createSecureContext({ ca }) : undefined;
   const agents = {
-    'https:': new https.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }),
+    'https:': new https.Agent({ keepAlive: true, ...(ca ? { ca, secureContext } : {}) }),
     'http:': new http.Agent({ keepAlive: true }),
   };
   const fetchOverNode = (input: string | URL | Request, init: RequestInit = {}) =>

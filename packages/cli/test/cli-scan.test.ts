@@ -8,7 +8,7 @@
 // every run printed and every file the scans wrote, no form of any value.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -461,6 +461,123 @@ describe('coffer scan', () => {
     assert.equal(readFileSync(hook, 'utf8'), '#!/bin/sh\necho mine\n');
     assert.equal((await as(['scan', '--install-hook', '--force'], repo)).code, 0);
     assert.match(readFileSync(hook, 'utf8'), /scan' '--staged'/);
+  });
+
+  test("the hook's keyed-hash cache answers without the values, holds none, and follows every change", async () => {
+    const repo = join(work, 'cached');
+    initRepo(repo);
+    const cacheDir = join(home, '.cache/coffer/scan');
+    const staged = (args: string[] = []) => as(['scan', '--staged', ...args], repo);
+    const usedCache = (r: CliResult) => r.stderr.includes('matched against the keyed-hash cache');
+    const summaryOf = (r: CliResult) =>
+      (JSON.parse(r.stdout) as { summary: { cache?: string; secrets: number } }).summary;
+
+    plant(repo, 'clean.txt', 'nothing to see\n');
+    git(repo, ['add', '.']);
+    // The first scan fetches and decrypts, and writes the cache; the next one uses it.
+    const first = await staged(['--json']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.ok(['written', 'used'].includes(summaryOf(first).cache ?? ''), first.stdout);
+    const second = await staged(['--json']);
+    assert.equal(second.code, 0, second.stderr);
+    assert.deepEqual(summaryOf(second), { ...summaryOf(second), cache: 'used', secrets: 8 });
+
+    // One file, only its owner's, encrypted: no name of a secret or an environment in it.
+    const [file, ...others] = readdirSync(cacheDir);
+    assert.ok(file && others.length === 0, `${readdirSync(cacheDir).join(', ')}`);
+    const cacheFile = join(cacheDir, file);
+    assert.equal(statSync(cacheFile).mode & 0o777, 0o600);
+    assert.equal(statSync(cacheDir).mode & 0o777, 0o700);
+    const bytes = readFileSync(cacheFile);
+    for (const word of ['STRIPE_KEY', 'STAGING_TOKEN', 'development', 'staging', 'sec_', 'proj_'])
+      assert.ok(!bytes.includes(word), `the cache holds ${word}`);
+
+    // Every encoding is matched through the keyed hashes: base64 in a YAML file.
+    const content = `data:\n  hook: ${Buffer.from(`HOOK=${development.WEBHOOK_SECRET}`).toString('base64')}\n`;
+    plant(repo, 'secret.yaml', content);
+    git(repo, ['add', '.']);
+    const found = await staged();
+    assert.equal(found.code, 1, found.stderr);
+    assert.ok(usedCache(found), found.stderr);
+    assert.match(
+      found.stdout,
+      /^secret\.yaml:2:\d+ {2}WEBHOOK_SECRET \(development\) \[base64\]\n$/,
+    );
+    git(repo, ['rm', '-q', '--cached', 'secret.yaml']);
+
+    // A new secret: the cache is stale, the full scan finds the value and writes it again.
+    const added = token(30);
+    scanned.ADDED_TOKEN = added;
+    ok(await as(['secrets', 'set', 'ADDED_TOKEN', added], work), 'set ADDED_TOKEN');
+    plant(repo, 'added.env', `ADDED_TOKEN=${added}\n`);
+    git(repo, ['add', 'added.env']);
+    const afterAdd = await staged();
+    assert.equal(afterAdd.code, 1, afterAdd.stderr);
+    assert.ok(!usedCache(afterAdd), afterAdd.stderr);
+    assert.equal(afterAdd.stdout, 'added.env:1:13  ADDED_TOKEN (development) [raw]\n');
+    const again = await staged();
+    assert.ok(usedCache(again), again.stderr);
+    assert.equal(again.stdout, afterAdd.stdout);
+
+    // A changed value: the new one is found, the old one no longer.
+    const rotated = token(26);
+    scanned.ROTATED_REDIS_PASSWORD = rotated;
+    ok(await as(['secrets', 'set', 'REDIS_PASSWORD', rotated], work), 'rotate REDIS_PASSWORD');
+    plant(repo, 'redis.conf', `requirepass ${development.REDIS_PASSWORD}\nmasterauth ${rotated}\n`);
+    git(repo, ['add', 'redis.conf']);
+    const afterRotate = await staged();
+    assert.equal(afterRotate.code, 1, afterRotate.stderr);
+    assert.ok(!usedCache(afterRotate), afterRotate.stderr);
+    assert.equal(
+      afterRotate.stdout,
+      'added.env:1:13  ADDED_TOKEN (development) [raw]\nredis.conf:2:12  REDIS_PASSWORD (development) [raw]\n',
+    );
+    assert.equal((await staged()).stdout, afterRotate.stdout);
+
+    // A changed cache file fails its authentication: ignored, and written again.
+    const sealed = readFileSync(cacheFile);
+    sealed[sealed.length - 5]! ^= 1;
+    writeFileSync(cacheFile, sealed);
+    const tampered = await staged();
+    assert.ok(!usedCache(tampered), tampered.stderr);
+    assert.equal(tampered.stdout, afterRotate.stdout);
+    assert.ok(usedCache(await staged()));
+
+    // --no-cache neither reads nor writes it.
+    const stamp = statSync(cacheFile).mtimeMs;
+    const uncached = await staged(['--no-cache']);
+    assert.ok(!usedCache(uncached));
+    assert.equal(uncached.stdout, afterRotate.stdout);
+    assert.equal(statSync(cacheFile).mtimeMs, stamp);
+    assert.equal((await as(['scan', '--no-cache'], repo)).code, 2, '--no-cache is for --staged');
+  });
+
+  test('--staged --binary scans each staged binary file whole; without it they are counted as skipped', async () => {
+    const repo = join(work, 'binary-staged');
+    initRepo(repo);
+    const blob = Buffer.concat([
+      Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 0, 1]),
+      Buffer.from(`\nbuilt with\nkey=${staging.STAGING_TOKEN}\0\0`),
+    ]);
+    plant(repo, 'bin/tool', blob);
+    plant(repo, 'notes.txt', 'nothing\n');
+    git(repo, ['add', '.']);
+    const plain = await as(['scan', '--staged'], repo);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.match(plain.stderr, /1 binary skipped \(--binary scans them\)/);
+    for (const extra of [[], ['--no-cache'], ['--json']]) {
+      const scanned = await as(['scan', '--staged', '--binary', ...extra], repo);
+      assert.equal(scanned.code, 1, scanned.stderr);
+      if (extra[0] === '--json') {
+        const report = JSON.parse(scanned.stdout) as {
+          findings: { path: string; line: number; column: number; secret: { name: string } }[];
+        };
+        assert.deepEqual(
+          report.findings.map((f) => [f.path, f.line, f.column, f.secret.name]),
+          [['bin/tool', 3, 5, 'STAGING_TOKEN']],
+        );
+      } else assert.equal(scanned.stdout, 'bin/tool:3:5  STAGING_TOKEN (staging) [raw]\n');
+    }
   });
 
   test('errors exit 2 with one line', async () => {

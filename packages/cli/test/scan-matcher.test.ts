@@ -7,10 +7,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import { cacheKeys, KeyedMatcher, keyedTags } from '../src/scan/cache.js';
 import { variantsOf } from '../src/scan/encodings.js';
 import { IgnoreRules } from '../src/scan/ignore.js';
 import { Matcher } from '../src/scan/matcher.js';
 import { SecretScanner } from '../src/scan/scanner.js';
+import { sipHash, sipKey } from '../src/scan/siphash.js';
 
 /** A deterministic generator, so a failure can be replayed. */
 function random(seed: number) {
@@ -68,6 +71,29 @@ describe('Matcher', () => {
     assert.deepEqual(none, []);
   });
 
+  test('finds long patterns at every offset modulo the sampling stride, up to both ends', () => {
+    const long = Buffer.from('L0ng-Pattern-9f8e7d6c5b4a');
+    const other = Buffer.from('another-long-one-0123456789');
+    const matcher = new Matcher([long, other]);
+    for (let before = 0; before < 9; before++) {
+      for (let after = 0; after < 9; after++) {
+        const text = Buffer.concat([
+          Buffer.alloc(before, 0x2e),
+          long,
+          Buffer.alloc(after, 0x2e),
+          other,
+        ]);
+        const found: string[] = [];
+        matcher.scan(text, text.length, (p, start) => found.push(`${p}@${start}`));
+        assert.deepEqual(found.sort(), naive([long, other], text), `${before}/${after}`);
+        // A window that ends just after the first pattern's start still reports it, once.
+        const early: string[] = [];
+        matcher.scan(text, before + 1, (p, start) => early.push(`${p}@${start}`));
+        assert.deepEqual(early, [`0@${before}`], `${before}/${after}`);
+      }
+    }
+  });
+
   test('wipe() leaves no byte of a pattern in the matcher', () => {
     const value = Buffer.from('wipe-me-0123456789-secret');
     const matcher = new Matcher([value]);
@@ -77,6 +103,76 @@ describe('Matcher', () => {
     assert.deepEqual(found, []);
     const store = (matcher as unknown as { store: Buffer }).store;
     assert.ok(store.every((b) => b === 0));
+  });
+});
+
+describe('keyed-hash matcher (the hook cache)', () => {
+  test('SipHash-2-4 gives the reference vectors (key 00..0f, message 00..len-1)', () => {
+    // From the SipHash paper's test vectors (vectors.h), output bytes little-endian.
+    const expected = [
+      '310e0edd47db6f72',
+      'fd67dc93c539f874',
+      '5a4fa9d909806c0d',
+      '2d7efbd796666785',
+      'b7877127e09427cf',
+      '8da699cd64557618',
+      'cee3fe586e46c9cb',
+      '37d1018bf50002ab',
+      '6224939a79f5f593',
+    ];
+    const key = sipKey(Uint8Array.from({ length: 16 }, (_, i) => i));
+    const out = new Int32Array(2);
+    expected.forEach((hex, length) => {
+      // At an offset, as the scan calls it.
+      const message = Uint8Array.from({ length: length + 3 }, (_, i) => (i < 3 ? 0xee : i - 3));
+      sipHash(key, message, 3, length, out);
+      const bytes = Buffer.alloc(8);
+      bytes.writeUInt32LE(out[1]! >>> 0, 0);
+      bytes.writeUInt32LE(out[0]! >>> 0, 4);
+      assert.equal(bytes.toString('hex'), hex, `length ${length}`);
+    });
+  });
+
+  test('finds exactly what the plain matcher finds, from keyed hashes only', () => {
+    const keys = cacheKeys(randomBytes(32));
+    for (const [seed, alphabet, count] of [
+      [5, 'ab', 30],
+      [6, 'abcdefghijklmnopqrstuvwxyz0123456789', 300],
+      [7, '\u0000\u00ff\n ab', 60],
+    ] as const) {
+      const rnd = random(seed);
+      const pick = (n: number) =>
+        Buffer.from(
+          Array.from({ length: n }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join(''),
+          'latin1',
+        );
+      const patterns = Array.from({ length: count }, () => pick(1 + Math.floor(rnd() * 30)));
+      patterns.push(Buffer.concat([patterns[0]!, patterns[1]!]), patterns[2]!.subarray(1));
+      const unique = patterns.filter(
+        (p, i) => p.length > 0 && patterns.findIndex((q) => q.equals(p)) === i,
+      );
+      const text = Buffer.concat([pick(5_000), ...unique.slice(0, 20), pick(2_000)]);
+      const { anchorTags, fullTags } = keyedTags(keys, unique);
+      const keyed = new KeyedMatcher(
+        keys,
+        Int32Array.from(unique, (p) => p.length),
+        anchorTags,
+        fullTags,
+      );
+      const found: string[] = [];
+      keyed.scan(text, text.length, (p, start) => found.push(`${p}@${start}`));
+      assert.deepEqual(found.sort(), naive(unique, text), `seed ${seed}`);
+      // Another credential's keys find nothing.
+      const other = new KeyedMatcher(
+        cacheKeys(randomBytes(32)),
+        Int32Array.from(unique, (p) => p.length),
+        anchorTags,
+        fullTags,
+      );
+      const none: string[] = [];
+      other.scan(text, text.length, (p, start) => none.push(`${p}@${start}`));
+      assert.deepEqual(none, [], `seed ${seed}`);
+    }
   });
 });
 
@@ -139,6 +235,49 @@ describe('encoded forms', () => {
         }
       }
     }
+  });
+
+  test('base64 broken into lines (PEM, MIME, indented YAML, CRLF) is found across the breaks', () => {
+    const value = 'Wr4pped/Secret+Value_0123456789abcdefXYZ';
+    const scanner = new SecretScanner([{ bytes: Buffer.from(value), text: value }]);
+    // A certificate-like payload holding the value somewhere in its middle.
+    const payload = Buffer.concat([
+      randomBytes(100),
+      Buffer.from(`token=${value}\n`),
+      randomBytes(90),
+    ]);
+    for (const [width, indent, eol, codec] of [
+      [64, '', '\n', 'base64'],
+      [76, '', '\r\n', 'base64'],
+      [60, '    ', '\n', 'base64'],
+      [20, '  ', '\n', 'base64url'],
+    ] as const) {
+      const encoded = payload.toString(codec);
+      const rows = encoded.match(new RegExp(`.{1,${width}}`, 'g'))!;
+      const text = `-----BEGIN THING-----${eol}${rows.map((r) => `${indent}${r}`).join(eol)}${eol}-----END THING-----${eol}`;
+      const hits = scanner.scanBuffer(Buffer.from(text));
+      assert.ok(hits.length >= 1, `width ${width}: not found`);
+      assert.ok(
+        hits.every((h) => h.encoding === codec || h.encoding === 'base64'),
+        JSON.stringify(hits),
+      );
+      // Where it starts: the value is at byte 106 of the payload, so (106 mod 3 = 1)
+      // the run that depends on it alone starts 2 characters into group 35.
+      const run = 35 * 4 + 2;
+      assert.deepEqual(
+        [hits[0]!.line, hits[0]!.column],
+        [2 + Math.floor(run / width), indent.length + (run % width) + 1],
+        `width ${width}`,
+      );
+    }
+    // Lines of ordinary text are not joined into base64.
+    const prose = Buffer.from(`${value.slice(0, 20)}\n${value.slice(20)}\n`);
+    assert.deepEqual(
+      scanner.scanBuffer(prose).map((h) => h.encoding),
+      [],
+      'a raw value split over lines is not reported as base64',
+    );
+    scanner.wipe();
   });
 
   test('a value split over a window boundary of a stream is found once, at the right line', async () => {

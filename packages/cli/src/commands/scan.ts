@@ -16,8 +16,10 @@ import {
   type ScanSummary,
 } from '../scan/report.js';
 import { looksBinary, SecretScanner, type Hit } from '../scan/scanner.js';
-import { scanStaged, stagedDiff } from '../scan/staged.js';
-import { loadScanValues, type ScanValues } from '../scan/values.js';
+import { scanStaged, scanStagedBinaries, stagedDiff } from '../scan/staged.js';
+import { keyedTags, writeCache } from '../scan/cache.js';
+import { ScanCacheAccess } from '../scan/cached.js';
+import { loadScanValues, type NotScanned, type ScanValues } from '../scan/values.js';
 
 /** The version of packages/cli/package.json, put in by the build. */
 declare const COFFER_VERSION: string | undefined;
@@ -76,6 +78,10 @@ const scan: Command = {
     },
     'no-ignore': { type: 'boolean', description: 'scan ignored files too' },
     binary: { type: 'boolean', description: 'scan binary files too' },
+    'no-cache': {
+      type: 'boolean',
+      description: 'with --staged: neither use nor write the keyed-hash cache',
+    },
     'min-length': {
       type: 'string',
       value: 'N',
@@ -124,6 +130,7 @@ interface ScanOptions {
   format: 'text' | 'json' | 'sarif';
   noIgnore: boolean;
   binary: boolean;
+  noCache: boolean;
   baseline: string | undefined;
   updateBaseline: boolean;
 }
@@ -148,6 +155,8 @@ function parseOptions(values: Values, positionals: string[]): ScanOptions {
     throw new UsageError('--update-baseline needs --baseline FILE', 'scan');
   if (values.force && mode !== 'install-hook')
     throw new UsageError('--force goes with --install-hook', 'scan');
+  if (values['no-cache'] && mode !== 'staged')
+    throw new UsageError('--no-cache goes with --staged', 'scan');
   return {
     mode,
     paths: positionals.length ? positionals : ['.'],
@@ -156,6 +165,7 @@ function parseOptions(values: Values, positionals: string[]): ScanOptions {
     format,
     noIgnore: values['no-ignore'] === true,
     binary: values.binary === true,
+    noCache: values['no-cache'] === true,
     baseline,
     updateBaseline: values['update-baseline'] === true,
   };
@@ -179,14 +189,120 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
       ? readBaseline(options.baseline)
       : new Set<string>();
 
-  // The hook's diff is read while the values are fetched.
+  // The hook's diff is read while the values (or the cache) are checked.
   const diff = mode === 'staged' ? stagedDiff(process.cwd()) : null;
-  diff?.catch(() => undefined); // awaited by scanStaged; never an unhandled rejection
+  diff?.catch(() => undefined); // awaited below; never an unhandled rejection
   const ctx = new Context(values);
-  const loaded = await loadScanValues(ctx, options.envs, options.minLength, baselineKey);
-  let scanner: SecretScanner | null = null;
+  const cache =
+    mode === 'staged' && !options.noCache
+      ? await ScanCacheAccess.open(ctx, options.envs, options.minLength).catch(() => null)
+      : null;
   try {
-    scanner = new SecretScanner(loaded.values);
+    if (cache) {
+      const answered = await scanFromCache(cache, options, diff!);
+      if (answered !== null) return answered;
+    }
+    return await scanWithValues(ctx, options, accepted, diff, cache);
+  } finally {
+    cache?.wipe();
+    diff?.then((d) => d.fill(0)).catch(() => undefined);
+  }
+}
+
+/** Above this many bytes of diff, matching the values themselves is faster than the keyed hashes. */
+const KEYED_DIFF_LIMIT = 4 << 20;
+
+/**
+ * The hook's fast path: when the keyed-hash cache is current, the staged lines
+ * are matched against its keyed hashes and no value is fetched or decrypted.
+ * Null when the full path must run instead: no cache, a changed one, a large
+ * diff, or findings that need the baseline's fingerprints (--json, --format
+ * sarif, --baseline), which only the environments' keys give.
+ */
+async function scanFromCache(
+  cache: ScanCacheAccess,
+  options: ScanOptions,
+  diff: Promise<Buffer>,
+): Promise<number | null> {
+  const cached = cache.read();
+  if (!cached || !(await cache.current(cached, options.envs))) return null;
+  const staged = await diff;
+  if (staged.length > KEYED_DIFF_LIMIT) return null;
+  const scanner = cache.scanner(cached);
+  try {
+    const started = performance.now();
+    const cpuBefore = process.cpuUsage();
+    const result = scanStaged(staged, scanner);
+    const binaries = options.binary
+      ? await scanStagedBinaries(process.cwd(), scanner, KEYED_DIFF_LIMIT - staged.length)
+      : null;
+    if (options.binary && binaries === null) return null;
+    const hits = binaries ? [...result.hits, ...binaries.hits] : result.hits;
+    if (hits.length > 0 && (options.format !== 'text' || options.baseline)) return null;
+    const cpu = process.cpuUsage(cpuBefore);
+    const { secrets, notScanned } = cached.header;
+    const findings = hits.map((hit): Finding => {
+      const secret = secrets[hit.secret]!;
+      return {
+        ...hit,
+        secretId: secret.id,
+        name: secret.name,
+        environment: secret.environment,
+        fingerprint: '',
+      };
+    });
+    const summary: ScanSummary = {
+      mode: 'staged',
+      scanned: result.files + (binaries?.files ?? 0),
+      bytes: result.bytes + (binaries?.bytes ?? 0),
+      skippedBinary: binaries ? 0 : result.binaries,
+      secrets: secrets.length,
+      patterns: scanner.patternCount,
+      seconds: (performance.now() - started) / 1000,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      baselined: 0,
+      cache: 'used',
+    };
+    report(findings, notScanned, summary, options);
+    return findings.length > 0 ? FOUND : CLEAN;
+  } finally {
+    scanner.wipe();
+  }
+}
+
+async function scanWithValues(
+  ctx: Context,
+  options: ScanOptions,
+  accepted: Set<string>,
+  diff: Promise<Buffer> | null,
+  cache: ScanCacheAccess | null,
+): Promise<number> {
+  const mode = options.mode as ScanSummary['mode'];
+  const loaded = await loadScanValues(
+    ctx,
+    options.envs,
+    options.minLength,
+    baselineKey,
+    cache ? (projectId, envId) => cache.check(projectId, envId) : undefined,
+  );
+  let scanner: SecretScanner | null = null;
+  let written = false;
+  try {
+    scanner = new SecretScanner(loaded.values, (patterns, table) => {
+      if (!cache || loaded.environments.some((e) => !e.etag)) return;
+      const { anchorTags, fullTags } = keyedTags(cache.keys, patterns);
+      written = writeCache(cache.path, cache.keys, cache.descriptor, {
+        header: {
+          projectId: loaded.projectId,
+          environments: loaded.environments,
+          secrets: loaded.secrets,
+          notScanned: loaded.notScanned,
+        },
+        patterns: table,
+        anchorTags,
+        fullTags,
+      });
+    });
     forgetValues(loaded);
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
@@ -215,19 +331,28 @@ async function runScan(values: Values, options: ScanOptions): Promise<number> {
       seconds,
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
       baselined: total - findings.length,
+      ...(written ? { cache: 'written' as const } : {}),
     };
-    if (options.format === 'json') printJson(jsonReport(findings, loaded.notScanned, summary));
-    else if (options.format === 'sarif')
-      printJson(sarifReport(findings, loaded.notScanned, VERSION));
-    else process.stdout.write(textReport(findings));
-    const skipped = notScannedNote(loaded.notScanned);
-    if (skipped) note(skipped);
-    note(summaryLine(findings.length, summary));
+    report(findings, loaded.notScanned, summary, options);
     return findings.length > 0 ? FOUND : CLEAN;
   } finally {
     scanner?.wipe();
     for (const key of loaded.baselineKeys.values()) key.fill(0);
   }
+}
+
+function report(
+  findings: Finding[],
+  notScanned: NotScanned[],
+  summary: ScanSummary,
+  options: ScanOptions,
+): void {
+  if (options.format === 'json') printJson(jsonReport(findings, notScanned, summary));
+  else if (options.format === 'sarif') printJson(sarifReport(findings, notScanned, VERSION));
+  else process.stdout.write(textReport(findings));
+  const skipped = notScannedNote(notScanned);
+  if (skipped) note(skipped);
+  note(summaryLine(findings.length, summary));
 }
 
 /** The values are in the matcher now: zero the decrypted bytes and drop the strings. */
@@ -265,8 +390,15 @@ async function scanTarget(
       };
     }
     case 'staged': {
-      const { hits, files, bytes } = await scanStaged(diff!, scanner);
-      return { hits, scanned: files, bytes, skippedBinary: 0 };
+      const { hits, files, bytes, binaries } = scanStaged(await diff!, scanner);
+      if (!options.binary) return { hits, scanned: files, bytes, skippedBinary: binaries };
+      const whole = (await scanStagedBinaries(process.cwd(), scanner))!;
+      return {
+        hits: [...hits, ...whole.hits],
+        scanned: files + whole.files,
+        bytes: bytes + whole.bytes,
+        skippedBinary: 0,
+      };
     }
     case 'git': {
       const repo = options.paths[0]!;
@@ -405,6 +537,7 @@ function summaryLine(found: number, s: ScanSummary): string {
   ];
   if (s.skippedBinary) parts.push(`${s.skippedBinary} binary skipped (--binary scans them)`);
   if (s.baselined) parts.push(`${s.baselined} in the baseline`);
+  if (s.cache === 'used') parts.push('matched against the keyed-hash cache');
   return `coffer scan: ${parts.join('; ')}`;
 }
 

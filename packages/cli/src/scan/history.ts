@@ -91,7 +91,7 @@ async function reachableBlobs(repo: string): Promise<Map<string, string>> {
 }
 
 /** Streams each blob's content through `git cat-file --batch`. */
-async function readBlobs(
+export async function readBlobs(
   repo: string,
   shas: string[],
   onBlob: (sha: string, content: Buffer) => void,

@@ -30,6 +30,11 @@ export interface ScanSummary {
   /** This process's CPU time in those seconds (git's own processes not included). */
   cpuSeconds: number;
   baselined: number;
+  /**
+   * `--staged` only: `used` when the keyed-hash cache answered (no value was
+   * fetched), `written` when the values were fetched and the cache written.
+   */
+  cache?: 'used' | 'written';
 }
 
 export function textReport(findings: Finding[]): string {
@@ -76,6 +81,7 @@ export function jsonReport(findings: Finding[], notScanned: NotScanned[], summar
       seconds: Number(summary.seconds.toFixed(3)),
       cpu_seconds: Number(summary.cpuSeconds.toFixed(3)),
       baselined: summary.baselined,
+      ...(summary.cache ? { cache: summary.cache } : {}),
     },
   };
 }

@@ -1,5 +1,5 @@
 import { variantsOf, type Encoding } from './encodings.js';
-import { Matcher } from './matcher.js';
+import { Matcher, type OnMatch } from './matcher.js';
 
 /** One occurrence: which secret (index into the scan's list), in which form, where (1-based). */
 export interface Hit {
@@ -23,31 +23,63 @@ const BINARY_PROBE = 8000;
 export const looksBinary = (buf: Uint8Array): boolean =>
   buf.subarray(0, BINARY_PROBE).indexOf(0) !== -1;
 
+/** What the scanner needs of a matcher: the plain one (values) or the keyed one (the cache). */
+export interface PatternMatcher {
+  scan(buf: Uint8Array, end: number, onMatch: OnMatch): void;
+  readonly maxLength: number;
+  wipe(): void;
+}
+
+/** Per pattern: its secret (index into the scan's list), length and encoding. */
+export interface PatternTable {
+  secret: Int32Array;
+  length: Int32Array;
+  encoding: Encoding[];
+}
+
 /**
  * Every encoded form of every value in one matcher. The forms are copied into
- * the matcher and zeroed right away; `wipe()` zeroes the matcher.
+ * the matcher and zeroed right away; `wipe()` zeroes the matcher. With
+ * `tagger`, each form is also handed to it (for the keyed-hash cache) before
+ * it is zeroed.
  */
 export class SecretScanner {
-  private readonly matcher: Matcher;
-  private readonly patternSecret: Int32Array;
-  private readonly patternLength: Int32Array;
-  private readonly patternEncoding: Encoding[] = [];
+  private readonly matcher: PatternMatcher;
+  readonly patterns: PatternTable;
   readonly patternCount: number;
 
-  constructor(values: readonly { bytes: Buffer; text: string }[]) {
+  constructor(
+    source:
+      | readonly { bytes: Buffer; text: string }[]
+      | { matcher: PatternMatcher; patterns: PatternTable },
+    tagger?: (patterns: readonly Buffer[], table: PatternTable) => void,
+  ) {
+    if (!Array.isArray(source)) {
+      const given = source as { matcher: PatternMatcher; patterns: PatternTable };
+      this.matcher = given.matcher;
+      this.patterns = given.patterns;
+      this.patternCount = given.patterns.length.length;
+      return;
+    }
+    const values = source as readonly { bytes: Buffer; text: string }[];
     const patterns: Buffer[] = [];
     const secrets: number[] = [];
+    const encodings: Encoding[] = [];
     values.forEach((value, i) => {
       for (const variant of variantsOf(value.bytes, value.text)) {
         patterns.push(variant.bytes);
         secrets.push(i);
-        this.patternEncoding.push(variant.encoding);
+        encodings.push(variant.encoding);
       }
     });
-    this.patternSecret = Int32Array.from(secrets);
-    this.patternLength = Int32Array.from(patterns.map((p) => p.length));
+    this.patterns = {
+      secret: Int32Array.from(secrets),
+      length: Int32Array.from(patterns.map((p) => p.length)),
+      encoding: encodings,
+    };
     this.patternCount = patterns.length;
     this.matcher = new Matcher(patterns);
+    tagger?.(patterns, this.patterns);
     for (const p of patterns) p.fill(0);
   }
 
@@ -90,20 +122,21 @@ export class SecretScanner {
   private scanWindow(buf: Uint8Array, end: number, cursor: Cursor): Hit[] {
     const found: { pattern: number; start: number }[] = [];
     this.matcher.scan(buf, end, (pattern, start) => found.push({ pattern, start }));
+    this.scanWrapped(buf, end, found);
     if (found.length === 0) return [];
     found.sort((a, b) => a.start - b.start || a.pattern - b.pattern);
     const hits: Hit[] = [];
     const seen = new Set<string>();
     const locate = locator(buf, cursor);
     for (const { pattern, start } of found) {
-      const secret = this.patternSecret[pattern]!;
+      const secret = this.patterns.secret[pattern]!;
       const key = `${secret}:${start}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      let encoding = this.patternEncoding[pattern]!;
+      let encoding = this.patterns.encoding[pattern]!;
       if (
         (encoding === 'raw' || encoding === 'url-encoded') &&
-        inUserinfo(buf, start, start + this.patternLength[pattern]!)
+        inUserinfo(buf, start, start + this.patterns.length[pattern]!)
       )
         encoding = 'url-userinfo';
       hits.push({ secret, encoding, ...locate(start) });
@@ -111,10 +144,88 @@ export class SecretScanner {
     return hits;
   }
 
+  /**
+   * Base64 broken into lines (PEM, MIME, `base64` without `-w0`, a YAML block
+   * scalar): each run of two or more lines holding only base64 characters
+   * (the first at least 16, indentation and `\r` aside) is joined without its
+   * line breaks and matched again; a base64 form found across a break is
+   * reported where it starts in the file. Matches within one line were found
+   * by the scan of the file itself.
+   */
+  private scanWrapped(
+    buf: Uint8Array,
+    end: number,
+    found: { pattern: number; start: number }[],
+  ): void {
+    let lines: number[] = []; // start, end of each line of the current run
+    const flush = () => {
+      if (lines.length >= 4 && lines[1]! - lines[0]! >= 16)
+        this.matchJoined(buf, end, lines, found);
+      lines = [];
+    };
+    for (let at = 0; at < buf.length;) {
+      if (at >= end && lines.length === 0) break;
+      let nl = buf.indexOf(10, at);
+      if (nl < 0) nl = buf.length;
+      let from = at;
+      while (from < nl && (buf[from] === 0x20 || buf[from] === 0x09)) from++;
+      let to = nl;
+      if (to > from && buf[to - 1] === 0x0d) to--;
+      // The last character first: most lines of code and prose end in one that is not base64.
+      let base64 = to - from >= 4 && BASE64_CHAR[buf[to - 1]!] === 1;
+      for (let i = from; base64 && i < to - 1; i++) base64 = BASE64_CHAR[buf[i]!] === 1;
+      if (base64) lines.push(from, to);
+      else flush();
+      at = nl + 1;
+    }
+    flush();
+  }
+
+  private matchJoined(
+    buf: Uint8Array,
+    end: number,
+    lines: number[],
+    found: { pattern: number; start: number }[],
+  ): void {
+    const parts: Uint8Array[] = [];
+    const joinedAt: number[] = []; // where each line starts in the joined text
+    let length = 0;
+    for (let i = 0; i < lines.length; i += 2) {
+      joinedAt.push(length);
+      parts.push(buf.subarray(lines[i]!, lines[i + 1]!));
+      length += lines[i + 1]! - lines[i]!;
+    }
+    const joined = Buffer.concat(parts, length);
+    const lineOf = (offset: number) => {
+      let lo = 0;
+      let hi = joinedAt.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (joinedAt[mid]! <= offset) lo = mid;
+        else hi = mid - 1;
+      }
+      return lo;
+    };
+    this.matcher.scan(joined, joined.length, (pattern, start) => {
+      const encoding = this.patterns.encoding[pattern];
+      if (encoding !== 'base64' && encoding !== 'base64url') return;
+      const first = lineOf(start);
+      if (lineOf(start + this.patterns.length[pattern]! - 1) === first) return;
+      const at = lines[2 * first]! + (start - joinedAt[first]!);
+      if (at < end) found.push({ pattern, start: at });
+    });
+    joined.fill(0);
+  }
+
   wipe(): void {
     this.matcher.wipe();
   }
 }
+
+/** Characters of standard and URL-safe base64, padding included. */
+const BASE64_CHAR = new Uint8Array(256);
+for (const c of Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_='))
+  BASE64_CHAR[c] = 1;
 
 /** Whether `buf[start, end)` is the password of a `scheme://user:password@host` URL. */
 function inUserinfo(buf: Uint8Array, start: number, end: number): boolean {

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { CliError } from '../cli/errors.js';
+import { readBlobs } from './history.js';
 import type { Hit, SecretScanner } from './scanner.js';
 
 const run = promisify(execFile);
@@ -40,13 +41,13 @@ export async function stagedDiff(repo: string): Promise<Buffer> {
  * The pre-commit hook's fast path: only the lines the staged changes add
  * (`git diff --cached -U0`), not the tree. Each file's added lines are scanned
  * together, so a value split over consecutive added lines is found too; the
- * line numbers are those of the staged file.
+ * line numbers are those of the staged file. The caller zeroes the diff.
  */
-export async function scanStaged(
-  diff: Promise<Buffer>,
+export function scanStaged(
+  stdout: Buffer,
   scanner: SecretScanner,
-): Promise<{ hits: StagedHit[]; files: number; bytes: number }> {
-  const stdout = await diff;
+): { hits: StagedHit[]; files: number; bytes: number; binaries: number } {
+  let binaries = 0;
   const hits: StagedHit[] = [];
   let files = 0;
   let bytes = 0;
@@ -85,10 +86,10 @@ export async function scanStaged(
       const m = /^@@ -\d+(?:,\d+)? \+(\d+)/.exec(line.subarray(0, 64).toString('latin1'));
       if (m) next = Number(m[1]);
     } else if (line.subarray(0, 5).toString('latin1') === 'diff ') flush();
+    else if (line.subarray(0, 13).toString('latin1') === 'Binary files ') binaries++;
   }
   flush();
-  stdout.fill(0);
-  return { hits, files, bytes };
+  return { hits, files, bytes, binaries };
 }
 
 const NEWLINE = Buffer.from('\n');
@@ -102,4 +103,69 @@ function unquote(name: string): string {
   } catch {
     return name;
   }
+}
+
+/**
+ * `--staged --binary`: the staged files git's diff shows only as "Binary
+ * files … differ", each scanned whole as the index holds it (a binary diff
+ * has no added lines to pick). Null once more than `limit` bytes were read
+ * (the keyed-hash cache's path gives way to the full one).
+ */
+export async function scanStagedBinaries(
+  repo: string,
+  scanner: SecretScanner,
+  limit = Infinity,
+): Promise<{ hits: StagedHit[]; files: number; bytes: number } | null> {
+  let stdout: Buffer;
+  try {
+    ({ stdout } = await run(
+      'git',
+      [
+        '-C',
+        repo,
+        'diff',
+        '--cached',
+        '--raw',
+        '--numstat',
+        '-z',
+        '--no-renames',
+        '--no-abbrev',
+        '--no-ext-diff',
+        '--diff-filter=ACMRTU',
+      ],
+      { maxBuffer: 1 << 30, encoding: 'buffer' },
+    ));
+  } catch (err) {
+    throw new CliError('git_failed', `git diff --cached failed: ${(err as Error).message}`);
+  }
+  // Raw records (":old new oldId newId status", then the path) and numstat
+  // records ("added<TAB>deleted<TAB>path"; "-" for both when binary).
+  const fields = stdout.toString('utf8').split('\0');
+  const blobOf = new Map<string, string>();
+  const binary: string[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    if (field.startsWith(':')) {
+      const id = field.split(' ')[3];
+      const path = fields[++i];
+      if (id && path !== undefined) blobOf.set(path, id);
+    } else if (field.startsWith('-\t-\t')) binary.push(field.slice(4));
+  }
+  const wanted = new Map<string, string>(); // blob → path
+  for (const path of binary) {
+    const id = blobOf.get(path);
+    if (id && !/^0+$/.test(id)) wanted.set(id, path);
+  }
+  const hits: StagedHit[] = [];
+  let bytes = 0;
+  let over = false;
+  await readBlobs(repo, [...wanted.keys()], (id, content) => {
+    bytes += content.length;
+    if (over || bytes > limit) {
+      over = true;
+      return;
+    }
+    for (const hit of scanner.scanBuffer(content)) hits.push({ ...hit, path: wanted.get(id)! });
+  });
+  return over ? null : { hits, files: wanted.size, bytes };
 }

@@ -37,6 +37,8 @@ export interface ScanValues {
   notScanned: NotScanned[];
   /** Per environment id: a key derived from its environment key, for the baseline's hashes. */
   baselineKeys: Map<string, Buffer>;
+  /** The environments scanned, and (with `check`) the ETag of each one's check listing. */
+  environments: { id: string; slug: string; etag: string }[];
 }
 
 /**
@@ -49,6 +51,11 @@ export async function loadScanValues(
   envRefs: string[],
   minLength: number,
   deriveBaselineKey: (environmentKey: Uint8Array, projectId: string, envId: string) => Buffer,
+  /**
+   * The keyed-hash cache's check, asked for each environment before its values
+   * are read (so a write after the check changes the ETag the cache keeps).
+   */
+  check?: (projectId: string, envId: string) => Promise<string | null>,
 ): Promise<ScanValues> {
   const started = ready();
   const client = await ctx.client();
@@ -63,17 +70,21 @@ export async function loadScanValues(
   try {
     const environments = await readableEnvironments(
       client,
-      vault,
+      vault.status.grants,
       projectId,
       envRefs,
       await listing,
     );
+    const etags = check
+      ? await Promise.all(environments.map((env) => check(projectId, env.id)))
+      : environments.map(() => null);
     const result: ScanValues = {
       projectId,
       secrets: [],
       values: [],
       notScanned: [],
       baselineKeys: new Map(),
+      environments: environments.map((env, i) => ({ ...env, etag: etags[i] ?? '' })),
     };
     // Every environment's listing at once, and within each every page at once.
     const listings = await Promise.all(
@@ -145,14 +156,18 @@ async function allSecretEnvelopes(
   return [first, ...rest].flatMap((p) => p.data);
 }
 
+/**
+ * The environments to scan: those named (each must be readable), or every one
+ * the grants open (a project-key grant opens them all). Without a listing (a
+ * token that may not list), the granted ids stand for themselves.
+ */
 async function readableEnvironments(
   client: CofferClient,
-  vault: VaultSession,
+  grants: VaultSession['status']['grants'],
   projectId: string,
   envRefs: string[],
   listing: { id: string; slug: string }[] | null,
 ): Promise<{ id: string; slug: string }[]> {
-  const grants = vault.status.grants;
   const all = grants.some((g) => g.kind === 'project_key');
   const granted = new Set(grants.map((g) => g.environment_id).filter((id): id is string => !!id));
   const listed = listing ?? [...granted].map((id) => ({ id, slug: id }));

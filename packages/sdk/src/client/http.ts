@@ -201,6 +201,38 @@ export class CofferClient {
   }
 
   /**
+   * A conditional GET for callers that keep something derived from a
+   * resource: with `known` (an ETag seen before), `{ changed: false }` when the
+   * server answers `304`; else the resource's current ETag (null when it sends
+   * none). The body is not returned. Errors throw as `request` does.
+   */
+  async entityTag(
+    path: string,
+    options: RequestOptions & { known?: string } = {},
+  ): Promise<{ changed: boolean; etag: string | null }> {
+    const headers = this.headers('GET', options);
+    if (options.known) headers['if-none-match'] = options.known;
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.url(path, options.query), {
+        method: 'GET',
+        headers,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(this.browser ? { credentials: 'include' as const } : {}),
+      });
+    } catch (cause) {
+      throw new CofferNetworkError(
+        `GET ${this.baseUrl}${path} failed: ${(cause as Error)?.message ?? String(cause)}`,
+        cause,
+      );
+    }
+    if (response.status === 304) return { changed: false, etag: options.known ?? null };
+    if (!response.ok) throw errorFromResponse(response, await jsonBody(response));
+    await response.body?.cancel().catch(() => undefined);
+    return { changed: true, etag: response.headers.get('etag') };
+  }
+
+  /**
    * Opens a streaming response (Server-Sent Events): resolves once the status
    * and headers arrived, with the response whose body the caller reads. An
    * error status throws as `request` does (no retry: the caller reconnects).

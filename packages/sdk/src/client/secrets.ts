@@ -87,6 +87,23 @@ export const listSecretEnvelopes = (
 ): Promise<Page<Secret>> =>
   client.requestPage<Secret>('GET', secretsPath(projectId, env), { query: { ...query } });
 
+/**
+ * The ETag of an environment's listing page (`query`), or with `known`
+ * whether it changed since (`304` when not): what a client that keeps
+ * something derived from the values (the CLI scan's keyed-hash cache) checks.
+ */
+export const secretListingTag = (
+  client: CofferClient,
+  projectId: string,
+  env: string,
+  query: SecretListQuery,
+  known?: string,
+) =>
+  client.entityTag(secretsPath(projectId, env), {
+    query: { ...query },
+    ...(known ? { known } : {}),
+  });
+
 /** `GET …/secrets/{name}`: readers only. */
 export const getSecretEnvelope = (
   client: CofferClient,
