@@ -3,6 +3,7 @@
 // Run `npm run bench:instructions -- --help` for the options; docs/performance.md
 // says when to reach for it instead of `npm run bench`.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   cpSync,
   createWriteStream,
@@ -37,10 +38,16 @@ same load, and the ratio is printed.
   --log-level=L      server LOG_LEVEL (default info, as npm run bench)
 
 Scenario filters are substrings of npm run bench's HTTP scenario ids
-(default: list-secrets list-secrets-304 read-secret write-secret).
+(default: list-secrets list-secrets-304 read-secret write-secret write-secret-keyed).
 Needs valgrind (Debian package valgrind).`;
 
-const DEFAULT_SCENARIOS = ['list-secrets', 'list-secrets-304', 'read-secret', 'write-secret'];
+const DEFAULT_SCENARIOS = [
+  'list-secrets',
+  'list-secrets-304',
+  'read-secret',
+  'write-secret',
+  'write-secret-keyed',
+];
 /** Requests in flight at once: enough to keep the server busy, few enough for a slow server. */
 const CONCURRENCY = 4;
 
@@ -202,7 +209,10 @@ class CountedServer {
         const res = await this.pool.request({
           method: plan.method as 'GET',
           path: variant.path,
-          headers: plan.headers,
+          // A new key per request, as the SDK sends with every write.
+          headers: plan.idempotencyKeys
+            ? { ...plan.headers, 'idempotency-key': randomBytes(24).toString('base64url') }
+            : plan.headers,
           ...(variant.body !== undefined ? { body: variant.body } : {}),
         });
         const body = await res.body.text();

@@ -448,7 +448,8 @@ export async function lockProject(
  * hot row): taken there, it is held only while PostgreSQL commits, not also
  * while the answer to the statement that took it crosses to this process and
  * waits for a busy event loop to send the commit. Any value written into it
- * must be validated by the caller, as the project id is here.
+ * must be validated by the caller, as the project id is here. A request's
+ * idempotency key (db/write-claims.ts) travels in the same round trip.
  */
 export async function inSharedProjectTransaction<T>(
   kysely: Kysely<Database>,
@@ -457,13 +458,17 @@ export async function inSharedProjectTransaction<T>(
   lastStatement?: (result: T) => string,
 ): Promise<T> {
   const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
-  return claimedTransaction(transact, work);
-  function transact(claimed: typeof work) {
+  return claimedTransaction(transact, work, undefined, { recordWithCommit: true });
+  function transact(claimed: typeof work, recordStatement?: (result: T) => string) {
     return kysely.connection().execute(async (conn) => {
       try {
         await sql.raw(begin).execute(conn);
         const result = await claimed(conn);
-        const commit = lastStatement ? `${lastStatement(result)}; commit` : 'commit';
+        // The idempotency key first: a key another request committed fails it
+        // before the environment's row is locked.
+        const commit = [recordStatement?.(result), lastStatement?.(result), 'commit']
+          .filter(Boolean)
+          .join('; ');
         await sql.raw(commit).execute(conn);
         return result;
       } catch (error) {

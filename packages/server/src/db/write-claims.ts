@@ -15,6 +15,13 @@ export interface WriteClaim {
    */
   record(trx: Kysely<Database>, value: unknown): Promise<void>;
   /**
+   * `record` as parameterless SQL for PostgreSQL to send with the commit (see
+   * `inSharedProjectTransaction`): no round trip of its own while the write
+   * holds its locks. When another request with the key committed first, it
+   * fails with a unique violation, which rolls the write back (`explain`).
+   */
+  recordStatement(value: unknown): string;
+  /**
    * Set when a write under this key already committed (a repeat, or a retry
    * after the answer was lost): what its work returned, returned again
    * instead of running the write.
@@ -71,11 +78,17 @@ export function activeClaim(): WriteClaim | undefined {
  * transaction starts. Every way a write transaction starts goes through here:
  * `transaction()` of the database's Kysely handle, `inSharedProjectTransaction`
  * and the SQLite group commit. A request makes its change in one transaction.
+ * `recordWithCommit`: `transact` takes the record as SQL to send with its
+ * commit (its second argument) instead of a statement of its own.
  */
 export async function claimedTransaction<T>(
-  transact: (work: (trx: Kysely<Database>) => Promise<T>) => Promise<T>,
+  transact: (
+    work: (trx: Kysely<Database>) => Promise<T>,
+    recordStatement?: (value: T) => string,
+  ) => Promise<T>,
   work: (trx: Kysely<Database>) => Promise<T>,
   claim: WriteClaim | undefined = activeClaim(),
+  { recordWithCommit = false }: { recordWithCommit?: boolean } = {},
 ): Promise<T> {
   if (!claim || claim.settled) return transact(work);
   if (claim.committed) {
@@ -84,16 +97,20 @@ export async function claimedTransaction<T>(
     return claim.committed.value as T;
   }
   try {
-    const value = await transact(async (trx) => {
+    const claimed = async (trx: Kysely<Database>) => {
       claim.writing = true;
       try {
         const result = await work(trx);
-        await claim.record(trx, result);
+        if (!recordWithCommit) await claim.record(trx, result);
         return result;
       } finally {
         claim.writing = false;
       }
-    });
+    };
+    // With `recordWithCommit`, `transact` sends the record with its commit.
+    const value = await (recordWithCommit
+      ? transact(claimed, (result) => claim.recordStatement(result))
+      : transact(claimed));
     claim.settled = true;
     return value;
   } catch (err) {

@@ -47,6 +47,41 @@ export async function insertCommittedKey(
   return inserted.rows.length > 0;
 }
 
+/** What each column of a key's row may hold, so that it can be written into SQL text. */
+const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable | 'now', RegExp> = {
+  lookup: /^[0-9a-f]{64}$/,
+  owner: /^[a-z_]+:[0-9A-Za-z_]+$/,
+  fingerprint: /^[0-9a-f]{64}$/,
+  result: /^[0-9A-Za-z+/=]*$/,
+  created_at: /^[0-9TZ:.+-]+$/,
+  expires_at: /^[0-9TZ:.+-]+$/,
+  now: /^[0-9TZ:.+-]+$/,
+};
+
+const literal = (column: keyof typeof LITERAL_PATTERNS, value: string | null): string => {
+  if (value === null) return 'null';
+  if (!LITERAL_PATTERNS[column].test(value)) throw new Error(`not a well-formed ${column}`);
+  return `'${value}'`;
+};
+
+/**
+ * `insertCommittedKey` as parameterless SQL, for PostgreSQL to send with the
+ * write's commit (`inSharedProjectTransaction`): an expired row of the key is
+ * removed, and a live one makes the insert fail with a unique violation,
+ * which rolls the write back. Every value is checked against what its column
+ * can hold (hex hashes, base64, ISO times, an owner of ids) before it is
+ * written into the text.
+ */
+export function committedKeyStatement(row: IdempotencyKeyTable, now: string): string {
+  const lookup = literal('lookup', row.lookup);
+  return (
+    `delete from idempotency_keys where lookup = ${lookup} and expires_at <= ${literal('now', now)}; ` +
+    'insert into idempotency_keys (lookup, owner, fingerprint, result, created_at, expires_at) ' +
+    `values (${lookup}, ${literal('owner', row.owner)}, ${literal('fingerprint', row.fingerprint)}, ` +
+    `${literal('result', row.result)}, ${literal('created_at', row.created_at)}, ${literal('expires_at', row.expires_at)})`
+  );
+}
+
 /** Removes keys that expired before `now`, at most `limit` at a time; how many went. */
 export async function deleteExpiredKeys(
   db: Kysely<Database>,

@@ -5,7 +5,12 @@ import { AppError } from '../../errors.js';
 import type { Infra } from '../../infra.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
 import type { WriteClaim } from '../../db/write-claims.js';
-import { deleteExpiredKeys, findLiveKey, insertCommittedKey } from './idempotency.repo.js';
+import {
+  committedKeyStatement,
+  deleteExpiredKeys,
+  findLiveKey,
+  insertCommittedKey,
+} from './idempotency.repo.js';
 
 /** How long a key is remembered after its write committed. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -129,6 +134,14 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
         if (stored && stored.fingerprint !== fingerprint) throw reused();
         const ids = new Map<string, number>();
         const at = stored ? new Date(stored.created_at) : clock.now();
+        const row = (value: unknown) => ({
+          lookup,
+          owner: request.owner,
+          fingerprint,
+          result: cipher.seal(value),
+          created_at: at.toISOString(),
+          expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
+        });
         claim = {
           settled: false,
           writing: false,
@@ -142,21 +155,11 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
             return cipher.idBytes(kind, n);
           },
           async record(trx, value) {
-            const inserted = await insertCommittedKey(
-              trx,
-              {
-                lookup,
-                owner: request.owner,
-                fingerprint,
-                result: cipher.seal(value),
-                created_at: at.toISOString(),
-                expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
-              },
-              clock.now().toISOString(),
-            );
+            const inserted = await insertCommittedKey(trx, row(value), clock.now().toISOString());
             // Another request with this key (on another instance) committed first.
             if (!inserted) throw inProgress();
           },
+          recordStatement: (value) => committedKeyStatement(row(value), clock.now().toISOString()),
           async explain(error) {
             if (driverErrorKind(error) !== 'unique_violation') return error;
             const now = clock.now().toISOString();
