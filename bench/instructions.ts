@@ -17,7 +17,13 @@ import {
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
-import { serverNodeFlags, startCoffer, UNCAPPED_RATE_LIMITS } from './lib/environment.js';
+import {
+  prepareBackend,
+  serverNodeFlags,
+  startCoffer,
+  UNCAPPED_RATE_LIMITS,
+  type Backend,
+} from './lib/environment.js';
 import { parseFlags } from './lib/options.js';
 import { freePort } from './lib/processes.js';
 import type { Fixture } from './scenarios/fixture.js';
@@ -27,7 +33,8 @@ const USAGE = `npm run bench:instructions -- [options] [scenario-filter…]
 
 Counts the CPU instructions the server spends per request (valgrind's
 callgrind: the same figure whatever else the machine is doing, unlike time),
-on the embedded SQLite over plain HTTP. With --baseline, another checkout of
+on the embedded SQLite over plain HTTP (or PostgreSQL: --backend=postgres with
+DATABASE_URL, and REDIS_URL when set). With --baseline, another checkout of
 Coffer (its dependencies installed) is measured at the same time under the
 same load, and the ratio is printed.
 
@@ -36,6 +43,8 @@ same load, and the ratio is printed.
   --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
   --log-level=L      server LOG_LEVEL (default info, as npm run bench)
+  --backend=B        sqlite (default) or postgres (a database of its own per
+                     checkout on DATABASE_URL's server, dropped afterwards)
 
 Scenario filters are substrings of npm run bench's HTTP scenario ids
 (default: list-secrets list-secrets-304 read-secret write-secret write-secret-keyed).
@@ -54,7 +63,7 @@ const CONCURRENCY = 4;
 function parse(argv: string[]) {
   const { flags, filters } = parseFlags(
     argv,
-    ['baseline', 'requests', 'warmup', 'reps', 'log-level'],
+    ['baseline', 'requests', 'warmup', 'reps', 'log-level', 'backend'],
     USAGE,
   );
   const count = (name: string, fallback: number) => {
@@ -64,7 +73,13 @@ function parse(argv: string[]) {
     return value;
   };
   const baseline = flags.get('baseline');
+  const backend = flags.get('backend') ?? 'sqlite';
+  if (backend !== 'sqlite' && backend !== 'postgres')
+    throw new Error('--backend must be sqlite or postgres');
+  if (backend === 'postgres' && !process.env.DATABASE_URL)
+    throw new Error('--backend=postgres needs DATABASE_URL');
   return {
+    backend: backend as Backend['name'],
     baseline: baseline ? resolve(baseline) : null,
     requests: count('requests', 3000),
     warmup: count('warmup', 8000),
@@ -92,6 +107,8 @@ interface Checkout {
   name: string;
   root: string;
   template: string;
+  /** PostgreSQL: the database the fixture is in, which the counted server uses. */
+  backend: Backend | null;
   fixture: Fixture;
 }
 
@@ -105,9 +122,13 @@ async function prepare(name: string, root: string): Promise<Checkout> {
     });
   const template = join(workDir, `${name}-template`);
   mkdirSync(template);
+  const backend =
+    options.backend === 'postgres'
+      ? await prepareBackend('postgres', join(workDir, name), process.env)
+      : null;
   const server = await startCoffer({
     root,
-    backend: { name: 'sqlite', env: { DATA_DIR: template } } as never,
+    backend: backend ?? ({ name: 'sqlite', env: { DATA_DIR: template } } as never),
     tls: null,
     logLevel: 'warn',
   });
@@ -127,7 +148,7 @@ process.exit(0);`;
     }),
   ) as Fixture;
   await server.stop();
-  return { name, root, template, fixture };
+  return { name, root, template, backend, fixture };
 }
 
 /** A server of one checkout running under callgrind, counters controlled with callgrind_control. */
@@ -152,6 +173,7 @@ class CountedServer {
       USER: 'coffer-bench',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
+      ...checkout.backend?.env,
       PORT: String(port),
       HTTP_PORT: 'off',
       TLS: 'off',
@@ -280,9 +302,10 @@ for (const scenario of [...options.scenarios].sort(
   );
 }
 await Promise.all(servers.map((s) => s.stop()));
+await Promise.all(checkouts.map((c) => c.backend?.dispose()));
 
 console.log(
-  `\nServer instructions per request (callgrind; SQLite, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
+  `\nServer instructions per request (callgrind; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
 );
 console.log(
   `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${options.baseline ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,

@@ -62,7 +62,37 @@ export interface WriteClaim {
  * The claim of the request being handled, carried through its async calls.
  * A context, not state: each request runs in its own (`http/idempotency.ts`).
  */
-export const writeClaims = new AsyncLocalStorage<WriteClaim>();
+const writeClaims = new AsyncLocalStorage<WriteClaim>();
+/** Claimed requests being handled now (`runClaimed` … `released`). */
+let claimsInFlight = 0;
+
+/**
+ * Runs `next` (the rest of a request's handling) inside `claim`'s context;
+ * `untilAnswered` is given, first, the function to call once the request is
+ * answered (or its connection gone). While no claimed
+ * request is being handled the context is switched off: on Node 20 an
+ * enabled AsyncLocalStorage makes every promise of the process, in every
+ * request, call a hook, which reads and requests without a key need not pay.
+ */
+export function runClaimed(
+  claim: WriteClaim,
+  next: () => void,
+  untilAnswered: (release: () => void) => void,
+): void {
+  claimsInFlight++;
+  let released = false;
+  untilAnswered(() => {
+    if (released) return;
+    released = true;
+    claim.active = false;
+    // Work the request started that outlives it is no longer claimed anyway (`active`).
+    if (--claimsInFlight === 0) writeClaims.disable();
+  });
+  writeClaims.run(claim, next);
+}
+
+/** Whether the claims' context is on: while a claimed request is being handled, and only then. */
+export const claimContextOn = (): boolean => claimsInFlight > 0;
 
 /** The claim of the request being handled, while it is being handled. */
 export function activeClaim(): WriteClaim | undefined {

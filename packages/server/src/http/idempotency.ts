@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
-import { writeClaims, type WriteClaim } from '../db/write-claims.js';
+import { runClaimed, type WriteClaim } from '../db/write-claims.js';
 import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
 import type { Principal } from './principal.js';
 
@@ -59,10 +59,10 @@ export function registerIdempotency(
     reply.raw.once('close', done);
     request.writeClaim = claim;
   });
-  // A callback hook: the handler runs inside `run`, and so does every call it makes.
-  app.addHook('preHandler', (request, _reply, next) => {
-    if (request.writeClaim) writeClaims.run(request.writeClaim, next);
-    else next();
+  // A callback hook: the handler runs inside the claim, and so does every call it makes.
+  app.addHook('preHandler', (request, reply, next) => {
+    if (!request.writeClaim) return next();
+    runClaimed(request.writeClaim, next, (release) => reply.raw.once('close', release));
   });
 }
 

@@ -1,4 +1,10 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hash as digest,
+  randomBytes,
+} from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
@@ -29,8 +35,7 @@ export interface KeyedRequest {
   body: unknown;
 }
 
-const sha256 = (...parts: string[]) =>
-  createHash('sha256').update(parts.join('\u0000')).digest('hex');
+const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
 
 /**
  * What a write's transaction returned, sealed under a key derived from the
