@@ -43,6 +43,9 @@ same load, and the ratio is printed.
   --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
   --log-level=L      server LOG_LEVEL (default info, as npm run bench)
+  --cpu              count CPU time instead (no valgrind): nanoseconds of every
+                     thread of the server per request, the two servers loaded
+                     at the same time; for a machine too busy for valgrind
   --backend=B        sqlite (default) or postgres (a database of its own per
                      checkout on DATABASE_URL's server, dropped afterwards)
 
@@ -63,7 +66,7 @@ const CONCURRENCY = 4;
 function parse(argv: string[]) {
   const { flags, filters } = parseFlags(
     argv,
-    ['baseline', 'requests', 'warmup', 'reps', 'log-level', 'backend'],
+    ['baseline', 'requests', 'warmup', 'reps', 'log-level', 'backend', 'cpu'],
     USAGE,
   );
   const count = (name: string, fallback: number) => {
@@ -80,6 +83,7 @@ function parse(argv: string[]) {
     throw new Error('--backend=postgres needs DATABASE_URL');
   return {
     backend: backend as Backend['name'],
+    cpu: flags.has('cpu'),
     baseline: baseline ? resolve(baseline) : null,
     requests: count('requests', 3000),
     warmup: count('warmup', 8000),
@@ -94,7 +98,7 @@ function parse(argv: string[]) {
 }
 
 const options = parse(process.argv.slice(2));
-if (spawnSync('valgrind', ['--version']).status !== 0)
+if (!options.cpu && spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
 if (options.scenarios.length === 0) throw new Error(`no scenario matches\n\n${USAGE}`);
 
@@ -181,19 +185,20 @@ class CountedServer {
       LOG_LEVEL: options.logLevel,
       ...UNCAPPED_RATE_LIMITS,
     };
-    const child = spawn(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
-        process.execPath,
-        ...serverNodeFlags(checkout.root),
-        // No concurrent GC or compiler threads: the same work, in a repeatable order.
-        '--single-threaded',
-        join(checkout.root, 'packages/server/dist/main.js'),
-      ],
-      { env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const node = [
+      process.execPath,
+      ...serverNodeFlags(checkout.root),
+      // No concurrent GC or compiler threads: the same work, in a repeatable order.
+      '--single-threaded',
+      join(checkout.root, 'packages/server/dist/main.js'),
+    ];
+    const child = options.cpu
+      ? spawn(node[0]!, node.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(
+          'valgrind',
+          ['--tool=callgrind', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`, ...node],
+          { env, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
     const log = createWriteStream(join(workDir, `${checkout.name}-server.log`));
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
@@ -211,6 +216,20 @@ class CountedServer {
     return new CountedServer(checkout, child, outDir, env, pool);
   }
 
+  /** Nanoseconds on a CPU of all the server's threads so far (Linux's schedstat). */
+  private cpuNs(): number {
+    const tasks = `/proc/${this.child.pid}/task`;
+    let ns = 0;
+    for (const task of readdirSync(tasks)) {
+      try {
+        ns += Number(readFileSync(`${tasks}/${task}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+    return ns;
+  }
+
   private control(flag: '-z' | '-d'): void {
     execFileSync('callgrind_control', [flag, String(this.child.pid)], {
       env: this.env,
@@ -223,7 +242,8 @@ class CountedServer {
     const plan = scenario.plan(this.checkout.fixture, 'http://127.0.0.1');
     const url = new URL(plan.url);
     const variants = plan.variants ?? [{ path: url.pathname + url.search }];
-    if (counted) this.control('-z');
+    if (counted && !options.cpu) this.control('-z');
+    const cpuBefore = this.cpuNs();
     let next = 0;
     const worker = async () => {
       while (next < n) {
@@ -244,6 +264,7 @@ class CountedServer {
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     if (!counted) return 0;
+    if (options.cpu) return (this.cpuNs() - cpuBefore) / n;
     const before = new Set(readdirSync(this.outDir));
     this.control('-d');
     for (;;) {
@@ -268,7 +289,7 @@ const say = (text: string) => process.stderr.write(`${text}\n`);
 say(`preparing fixtures (work directory ${workDir})`);
 const checkouts = [await prepare('current', here)];
 if (options.baseline) checkouts.push(await prepare('baseline', options.baseline));
-say('starting the servers under callgrind (about a minute)');
+say(`starting the servers${options.cpu ? '' : ' under callgrind (about a minute)'}`);
 const servers = await Promise.all(checkouts.map((c) => CountedServer.start(c)));
 
 const rows: string[] = [];
@@ -305,7 +326,7 @@ await Promise.all(servers.map((s) => s.stop()));
 await Promise.all(checkouts.map((c) => c.backend?.dispose()));
 
 console.log(
-  `\nServer instructions per request (callgrind; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
+  `\n${options.cpu ? 'Server CPU nanoseconds per request (all threads' : 'Server instructions per request (callgrind'}; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
 );
 console.log(
   `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${options.baseline ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,

@@ -91,6 +91,20 @@ export function runClaimed(
   writeClaims.run(claim, next);
 }
 
+/**
+ * `fn`, to be called later from another async context (the SQLite group
+ * commit runs every queued write from the one that drains the queue): runs
+ * it in the claim of the request that called this, or outside any claim when
+ * that request holds none, never in the drainer's. Cheaper than
+ * `AsyncResource.bind`, which makes a resource per call (and, on Node 20,
+ * two deprecation wrappers).
+ */
+export function boundToClaim<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  const claim = activeClaim();
+  // With no claim, `run(undefined)` is a plain call while the context is off.
+  return (...args) => writeClaims.run(claim as WriteClaim, fn, ...args);
+}
+
 /** Whether the claims' context is on: while a claimed request is being handled, and only then. */
 export const claimContextOn = (): boolean => claimsInFlight > 0;
 

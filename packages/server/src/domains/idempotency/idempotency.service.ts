@@ -37,6 +37,15 @@ export interface KeyedRequest {
 
 const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
 
+/** CSPRNG bytes for the results' nonces, drawn 4 KiB at a time (a few hundred seals per draw). */
+let noncePool = Buffer.alloc(0);
+function nonce(): Buffer {
+  if (noncePool.length < 12) noncePool = randomBytes(4096);
+  const iv = noncePool.subarray(0, 12);
+  noncePool = noncePool.subarray(12);
+  return iv;
+}
+
 /**
  * What a write's transaction returned, sealed under a key derived from the
  * client's idempotency key (AES-256-GCM; the lookup hash is the associated
@@ -59,7 +68,7 @@ function resultCipher(key: string, owner: string, lookup: string) {
       } catch {
         return null; // not cloneable: the write commits, a repeat cannot replay it
       }
-      const iv = randomBytes(12);
+      const iv = nonce();
       const cipher = createCipheriv('aes-256-gcm', secret, iv).setAAD(Buffer.from(lookup));
       const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
       return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64');
