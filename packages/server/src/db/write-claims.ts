@@ -44,6 +44,9 @@ export interface WriteClaim {
    * What a failed write transaction means under the claim: a unique violation
    * because another request with the key committed first (its ids are ours)
    * becomes `409 request_in_progress`; anything else is returned unchanged.
+   * A claim checked at commit (no read of the key before the handler) finds
+   * out here that the write was a repeat: it returns that write's result as
+   * a `CommittedEarlier`, which is answered in place of the error.
    */
   explain(error: unknown): Promise<unknown>;
   /** Whether a transaction of this request has taken the claim. */
@@ -114,6 +117,11 @@ export function activeClaim(): WriteClaim | undefined {
   return claim?.active ? claim : undefined;
 }
 
+/** What `explain` returns when the failed write was a repeat of one that committed: its result. */
+export class CommittedEarlier {
+  constructor(readonly value: unknown) {}
+}
+
 /**
  * Runs one write transaction under the current request's claim. `transact`
  * starts the transaction, runs the work given to it and commits. The first
@@ -158,7 +166,11 @@ export async function claimedTransaction<T>(
     claim.settled = true;
     return value;
   } catch (err) {
-    throw await claim.explain(err);
+    const explained = await claim.explain(err);
+    if (!(explained instanceof CommittedEarlier)) throw explained;
+    claim.settled = true;
+    claim.replayed();
+    return explained.value as T;
   }
 }
 

@@ -9,6 +9,16 @@ declare module 'fastify' {
     /** The idempotency claim this request's write runs under, if it sent a key. */
     writeClaim: WriteClaim | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * The route's change is one environment write (`db/environment-write.ts`)
+     * and nothing the route does before it depends on the claim (its time,
+     * its ids): a repeat can be recognised at the write's commit instead of
+     * by reading the key before the handler (PostgreSQL; see
+     * `IdempotencyService.claim`).
+     */
+    idempotencyAtCommit?: boolean;
+  }
 }
 
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -54,6 +64,7 @@ export function registerIdempotency(
         body: request.body,
       },
       () => reply.header(REPLAYED_HEADER, 'true'),
+      { atCommit: request.routeOptions.config?.idempotencyAtCommit === true },
     );
     // Answered, or the connection gone: a repeat waiting on this instance goes on.
     reply.raw.once('close', done);

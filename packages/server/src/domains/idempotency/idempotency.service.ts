@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
 import type { Infra } from '../../infra.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
-import type { WriteClaim } from '../../db/write-claims.js';
+import { CommittedEarlier, type WriteClaim } from '../../db/write-claims.js';
 import {
   committedKeyStatement,
   deleteExpiredKeys,
@@ -123,7 +123,14 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
     async claim(
       request: KeyedRequest,
       replayed: () => void,
+      { atCommit = false }: { atCommit?: boolean } = {},
     ): Promise<{ claim: WriteClaim; done: () => void }> {
+      // The route's write is all in one environment write (nothing before it
+      // depends on the claim's time or ids): on PostgreSQL, where the key is
+      // inserted with the commit, the key is not read first. A repeat runs
+      // the write, fails on the key's row at commit, rolls back and is
+      // answered with the stored result (`explain`).
+      const checkedAtCommit = atCommit && db.dialect === 'postgres';
       const inProgress = () =>
         new AppError(
           'request_in_progress',
@@ -144,7 +151,9 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
       };
       try {
         const cipher = resultCipher(request.key, request.owner, lookup);
-        const stored = await findLiveKey(db.kysely, lookup, clock.now().toISOString());
+        const stored = checkedAtCommit
+          ? undefined
+          : await findLiveKey(db.kysely, lookup, clock.now().toISOString());
         if (stored && stored.fingerprint !== fingerprint) throw reused();
         const ids = new Map<string, number>();
         const at = stored ? new Date(stored.created_at) : clock.now();
@@ -175,11 +184,16 @@ export function idempotencyService({ db, clock }: Pick<Infra, 'db' | 'clock'>) {
           },
           recordStatement: (value) => committedKeyStatement(row(value), clock.now().toISOString()),
           async explain(error) {
-            if (driverErrorKind(error) !== 'unique_violation') return error;
+            // Checked at commit, any failure may be a repeat's (its write
+            // refused on the state the first one left, or its key's insert).
+            if (!checkedAtCommit && driverErrorKind(error) !== 'unique_violation') return error;
             const now = clock.now().toISOString();
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
             if (!other) return error;
-            return other.fingerprint === fingerprint ? inProgress() : reused();
+            if (other.fingerprint !== fingerprint) return reused();
+            return checkedAtCommit
+              ? new CommittedEarlier(cipher.open(other.result).value)
+              : inProgress();
           },
         };
         return { claim, done };
