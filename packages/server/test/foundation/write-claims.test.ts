@@ -26,6 +26,12 @@ function claimed<T>(
   });
 }
 
+/** A request's work that reads its claim after a timer: what it sees. */
+const claimAfterTimer = async () => {
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  return activeClaim();
+};
+
 describe('write claims: the context of a keyed request', () => {
   it('is carried through awaits and timers while the request is handled, and is off once no keyed request is', async () => {
     assert.equal(claimContextOn(), false, 'no context before any keyed request');
@@ -46,10 +52,7 @@ describe('write claims: the context of a keyed request', () => {
     assert.equal(first.active, false);
     assert.equal(claimContextOn(), true);
     const third = claimOf();
-    const c = await claimed(third, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-      return activeClaim();
-    });
+    const c = await claimed(third, claimAfterTimer);
     assert.equal(c.value, third);
 
     // All answered: reads and writes without a key pay no promise hook.
@@ -60,10 +63,7 @@ describe('write claims: the context of a keyed request', () => {
     assert.equal(activeClaim(), undefined);
     // A later keyed request turns it on again.
     const fourth = claimOf();
-    const d = await claimed(fourth, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-      return activeClaim();
-    });
+    const d = await claimed(fourth, claimAfterTimer);
     assert.equal(d.value, fourth);
     d.release();
     assert.equal(claimContextOn(), false);
