@@ -3,6 +3,7 @@
 // Run `npm run bench:instructions -- --help` for the options; docs/performance.md
 // says when to reach for it instead of `npm run bench`.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   cpSync,
   createWriteStream,
@@ -16,7 +17,13 @@ import {
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
-import { serverNodeFlags, startCoffer, UNCAPPED_RATE_LIMITS } from './lib/environment.js';
+import {
+  prepareBackend,
+  serverNodeFlags,
+  startCoffer,
+  UNCAPPED_RATE_LIMITS,
+  type Backend,
+} from './lib/environment.js';
 import { parseFlags } from './lib/options.js';
 import { freePort } from './lib/processes.js';
 import type { Fixture } from './scenarios/fixture.js';
@@ -26,7 +33,8 @@ const USAGE = `npm run bench:instructions -- [options] [scenario-filter…]
 
 Counts the CPU instructions the server spends per request (valgrind's
 callgrind: the same figure whatever else the machine is doing, unlike time),
-on the embedded SQLite over plain HTTP. With --baseline, another checkout of
+on the embedded SQLite over plain HTTP (or PostgreSQL: --backend=postgres with
+DATABASE_URL, and REDIS_URL when set). With --baseline, another checkout of
 Coffer (its dependencies installed) is measured at the same time under the
 same load, and the ratio is printed.
 
@@ -35,19 +43,30 @@ same load, and the ratio is printed.
   --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
   --log-level=L      server LOG_LEVEL (default info, as npm run bench)
+  --cpu              count CPU time instead (no valgrind): nanoseconds of every
+                     thread of the server per request, the two servers loaded
+                     at the same time; for a machine too busy for valgrind
+  --backend=B        sqlite (default) or postgres (a database of its own per
+                     checkout on DATABASE_URL's server, dropped afterwards)
 
 Scenario filters are substrings of npm run bench's HTTP scenario ids
-(default: list-secrets list-secrets-304 read-secret write-secret).
+(default: list-secrets list-secrets-304 read-secret write-secret write-secret-keyed).
 Needs valgrind (Debian package valgrind).`;
 
-const DEFAULT_SCENARIOS = ['list-secrets', 'list-secrets-304', 'read-secret', 'write-secret'];
+const DEFAULT_SCENARIOS = [
+  'list-secrets',
+  'list-secrets-304',
+  'read-secret',
+  'write-secret',
+  'write-secret-keyed',
+];
 /** Requests in flight at once: enough to keep the server busy, few enough for a slow server. */
 const CONCURRENCY = 4;
 
 function parse(argv: string[]) {
   const { flags, filters } = parseFlags(
     argv,
-    ['baseline', 'requests', 'warmup', 'reps', 'log-level'],
+    ['baseline', 'requests', 'warmup', 'reps', 'log-level', 'backend', 'cpu'],
     USAGE,
   );
   const count = (name: string, fallback: number) => {
@@ -57,7 +76,14 @@ function parse(argv: string[]) {
     return value;
   };
   const baseline = flags.get('baseline');
+  const backend = flags.get('backend') ?? 'sqlite';
+  if (backend !== 'sqlite' && backend !== 'postgres')
+    throw new Error('--backend must be sqlite or postgres');
+  if (backend === 'postgres' && !process.env.DATABASE_URL)
+    throw new Error('--backend=postgres needs DATABASE_URL');
   return {
+    backend: backend as Backend['name'],
+    cpu: flags.has('cpu'),
     baseline: baseline ? resolve(baseline) : null,
     requests: count('requests', 3000),
     warmup: count('warmup', 8000),
@@ -72,7 +98,7 @@ function parse(argv: string[]) {
 }
 
 const options = parse(process.argv.slice(2));
-if (spawnSync('valgrind', ['--version']).status !== 0)
+if (!options.cpu && spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
 if (options.scenarios.length === 0) throw new Error(`no scenario matches\n\n${USAGE}`);
 
@@ -85,6 +111,8 @@ interface Checkout {
   name: string;
   root: string;
   template: string;
+  /** PostgreSQL: the database the fixture is in, which the counted server uses. */
+  backend: Backend | null;
   fixture: Fixture;
 }
 
@@ -98,9 +126,13 @@ async function prepare(name: string, root: string): Promise<Checkout> {
     });
   const template = join(workDir, `${name}-template`);
   mkdirSync(template);
+  const backend =
+    options.backend === 'postgres'
+      ? await prepareBackend('postgres', join(workDir, name), process.env)
+      : null;
   const server = await startCoffer({
     root,
-    backend: { name: 'sqlite', env: { DATA_DIR: template } } as never,
+    backend: backend ?? ({ name: 'sqlite', env: { DATA_DIR: template } } as never),
     tls: null,
     logLevel: 'warn',
   });
@@ -120,7 +152,7 @@ process.exit(0);`;
     }),
   ) as Fixture;
   await server.stop();
-  return { name, root, template, fixture };
+  return { name, root, template, backend, fixture };
 }
 
 /** A server of one checkout running under callgrind, counters controlled with callgrind_control. */
@@ -145,6 +177,7 @@ class CountedServer {
       USER: 'coffer-bench',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
+      ...checkout.backend?.env,
       PORT: String(port),
       HTTP_PORT: 'off',
       TLS: 'off',
@@ -152,19 +185,20 @@ class CountedServer {
       LOG_LEVEL: options.logLevel,
       ...UNCAPPED_RATE_LIMITS,
     };
-    const child = spawn(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        `--callgrind-out-file=${join(outDir, 'callgrind.out')}`,
-        process.execPath,
-        ...serverNodeFlags(checkout.root),
-        // No concurrent GC or compiler threads: the same work, in a repeatable order.
-        '--single-threaded',
-        join(checkout.root, 'packages/server/dist/main.js'),
-      ],
-      { env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const node = [
+      process.execPath,
+      ...serverNodeFlags(checkout.root),
+      // No concurrent GC or compiler threads: the same work, in a repeatable order.
+      '--single-threaded',
+      join(checkout.root, 'packages/server/dist/main.js'),
+    ];
+    const child = options.cpu
+      ? spawn(node[0]!, node.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(
+          'valgrind',
+          ['--tool=callgrind', `--callgrind-out-file=${join(outDir, 'callgrind.out')}`, ...node],
+          { env, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
     const log = createWriteStream(join(workDir, `${checkout.name}-server.log`));
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
@@ -182,6 +216,20 @@ class CountedServer {
     return new CountedServer(checkout, child, outDir, env, pool);
   }
 
+  /** Nanoseconds on a CPU of all the server's threads so far (Linux's schedstat). */
+  private cpuNs(): number {
+    const tasks = `/proc/${this.child.pid}/task`;
+    let ns = 0;
+    for (const task of readdirSync(tasks)) {
+      try {
+        ns += Number(readFileSync(`${tasks}/${task}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+    return ns;
+  }
+
   private control(flag: '-z' | '-d'): void {
     execFileSync('callgrind_control', [flag, String(this.child.pid)], {
       env: this.env,
@@ -194,7 +242,8 @@ class CountedServer {
     const plan = scenario.plan(this.checkout.fixture, 'http://127.0.0.1');
     const url = new URL(plan.url);
     const variants = plan.variants ?? [{ path: url.pathname + url.search }];
-    if (counted) this.control('-z');
+    if (counted && !options.cpu) this.control('-z');
+    const cpuBefore = this.cpuNs();
     let next = 0;
     const worker = async () => {
       while (next < n) {
@@ -202,7 +251,10 @@ class CountedServer {
         const res = await this.pool.request({
           method: plan.method as 'GET',
           path: variant.path,
-          headers: plan.headers,
+          // A new key per request, as the SDK sends with every write.
+          headers: plan.idempotencyKeys
+            ? { ...plan.headers, 'idempotency-key': randomBytes(24).toString('base64url') }
+            : plan.headers,
           ...(variant.body !== undefined ? { body: variant.body } : {}),
         });
         const body = await res.body.text();
@@ -212,6 +264,7 @@ class CountedServer {
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     if (!counted) return 0;
+    if (options.cpu) return (this.cpuNs() - cpuBefore) / n;
     const before = new Set(readdirSync(this.outDir));
     this.control('-d');
     for (;;) {
@@ -236,8 +289,13 @@ const say = (text: string) => process.stderr.write(`${text}\n`);
 say(`preparing fixtures (work directory ${workDir})`);
 const checkouts = [await prepare('current', here)];
 if (options.baseline) checkouts.push(await prepare('baseline', options.baseline));
-say('starting the servers under callgrind (about a minute)');
+say(`starting the servers${options.cpu ? '' : ' under callgrind (about a minute)'}`);
 const servers = await Promise.all(checkouts.map((c) => CountedServer.start(c)));
+// One write with an Idempotency-Key first, as a deployment whose clients use
+// the SDK (it keys every write) has had: what that leaves switched on for
+// later requests is part of their cost.
+const keyedWrite = HTTP_SCENARIOS.find((s) => s.id === 'write-secret-keyed')!;
+await Promise.all(servers.map((s) => s.run(keyedWrite, 1, false)));
 
 const rows: string[] = [];
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -270,9 +328,10 @@ for (const scenario of [...options.scenarios].sort(
   );
 }
 await Promise.all(servers.map((s) => s.stop()));
+await Promise.all(checkouts.map((c) => c.backend?.dispose()));
 
 console.log(
-  `\nServer instructions per request (callgrind; SQLite, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
+  `\n${options.cpu ? 'Server CPU nanoseconds per request (all threads' : 'Server instructions per request (callgrind'}; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
 );
 console.log(
   `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${options.baseline ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Kysely,
@@ -37,7 +37,9 @@ export interface Db {
   /**
    * SQLite: `PRAGMA data_version` of the writing connection, which changes
    * whenever another connection (another process) commits, never for this
-   * connection's own commits. What `LocalChangeTokens` checks on every read.
+   * connection's own commits. What `LocalChangeTokens` checks on every read;
+   * the pragma itself runs only when the WAL-index header shows a commit
+   * since the last check (`walIndexHeader`).
    */
   foreignCommits?(): number;
   close(): Promise<void>;
@@ -105,16 +107,24 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
       cachedReads(reader, statements),
     );
     const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+    let version = Number(dataVersion.get()); // in WAL mode by now, with its -shm file
+    const walIndex = walIndexHeader(target.file);
     return {
       kysely,
       dialect: 'sqlite',
       statements,
-      foreignCommits: () => Number(dataVersion.get()),
+      // The pragma takes and drops a WAL read lock; the header tells, for less,
+      // that nobody has committed since it was last read.
+      foreignCommits: () => {
+        if (walIndex.changed()) version = Number(dataVersion.get());
+        return version;
+      },
       ping: async () => {
         sqlite.prepare('select 1').get();
       },
       // The reader first: the last connection to close checkpoints and removes the WAL.
       close: async () => {
+        walIndex.close();
         reader.close();
         await kysely.destroy();
       },
@@ -160,6 +170,53 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     close: async () => {
       await kysely.destroy();
       await target.close?.();
+    },
+  };
+}
+
+/** Bytes of the WAL-index header's first copy at the start of the `-shm` file. */
+const WAL_INDEX_HEADER_BYTES = 48;
+
+/**
+ * Whether any connection, of any process, may have committed to the SQLite
+ * database in `file` since the last call. In WAL mode every commit rewrites
+ * the WAL-index header at the start of the `-shm` file (its change counter
+ * and frame count, and salts when the WAL restarts), which every connection
+ * to the database maps in shared memory; reading those 48 bytes with one
+ * `pread` costs far less than a pragma that takes a WAL read lock. Unchanged
+ * bytes mean no commit finished since they were last read; changed ones (or a
+ * torn read while a commit writes them) mean "maybe": ask SQLite. The file
+ * stays while this process has the database open (SQLite removes it only when
+ * the last connection closes), and when it cannot be read the answer is
+ * always "maybe".
+ */
+function walIndexHeader(file: string): { changed(): boolean; close(): void } {
+  let fd: number | null = null;
+  try {
+    fd = openSync(`${file}-shm`, 'r');
+  } catch {
+    // No shared memory file (not WAL): ask SQLite every time.
+  }
+  let seen = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
+  let now = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
+  let known = false;
+  return {
+    changed() {
+      if (fd === null) return true;
+      let read = 0;
+      try {
+        read = readSync(fd, now, 0, WAL_INDEX_HEADER_BYTES, 0);
+      } catch {
+        return true;
+      }
+      if (read === WAL_INDEX_HEADER_BYTES && known && now.equals(seen)) return false;
+      [seen, now] = [now, seen];
+      known = read === WAL_INDEX_HEADER_BYTES;
+      return true;
+    },
+    close() {
+      if (fd !== null) closeSync(fd);
+      fd = null;
     },
   };
 }
@@ -458,7 +515,8 @@ export async function lockProject(
  * hot row): taken there, it is held only while PostgreSQL commits, not also
  * while the answer to the statement that took it crosses to this process and
  * waits for a busy event loop to send the commit. Any value written into it
- * must be validated by the caller, as the project id is here.
+ * must be validated by the caller, as the project id is here. A request's
+ * idempotency key (db/write-claims.ts) travels in the same round trip.
  */
 export async function inSharedProjectTransaction<T>(
   kysely: Kysely<Database>,
@@ -467,13 +525,17 @@ export async function inSharedProjectTransaction<T>(
   lastStatement?: (result: T) => string,
 ): Promise<T> {
   const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
-  return claimedTransaction(transact, work);
-  function transact(claimed: typeof work) {
+  return claimedTransaction(transact, work, undefined, { recordWithCommit: true });
+  function transact(claimed: typeof work, recordStatement?: (result: T) => string) {
     return kysely.connection().execute(async (conn) => {
       try {
         await sql.raw(begin).execute(conn);
         const result = await claimed(conn);
-        const commit = lastStatement ? `${lastStatement(result)}; commit` : 'commit';
+        // The idempotency key first: a key another request committed fails it
+        // before the environment's row is locked.
+        const commit = [recordStatement?.(result), lastStatement?.(result), 'commit']
+          .filter(Boolean)
+          .join('; ');
         await sql.raw(commit).execute(conn);
         return result;
       } catch (error) {

@@ -1,7 +1,6 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { AsyncResource } from 'node:async_hooks';
-import { activeClaim, claimedTransaction } from './write-claims.js';
+import { boundToClaim, claimedTransaction } from './write-claims.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;
@@ -36,11 +35,8 @@ export class GroupCommit {
   /** Runs `work` in the next group; under the caller's idempotency claim (db/write-claims.ts). */
   run<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
     // The group runs every work from the first caller's async context; each
-    // runs in its own caller's instead (its idempotency claim, its clock).
-    return claimedTransaction(
-      (claimed) => this.enqueue(activeClaim() ? AsyncResource.bind(claimed) : claimed),
-      work,
-    );
+    // runs in its own caller's claim instead (its idempotency claim, its clock).
+    return claimedTransaction((claimed) => this.enqueue(boundToClaim(claimed)), work);
   }
 
   private enqueue<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {

@@ -15,6 +15,13 @@ export interface WriteClaim {
    */
   record(trx: Kysely<Database>, value: unknown): Promise<void>;
   /**
+   * `record` as parameterless SQL for PostgreSQL to send with the commit (see
+   * `inSharedProjectTransaction`): no round trip of its own while the write
+   * holds its locks. When another request with the key committed first, it
+   * fails with a unique violation, which rolls the write back (`explain`).
+   */
+  recordStatement(value: unknown): string;
+  /**
    * Set when a write under this key already committed (a repeat, or a retry
    * after the answer was lost): what its work returned, returned again
    * instead of running the write.
@@ -37,6 +44,9 @@ export interface WriteClaim {
    * What a failed write transaction means under the claim: a unique violation
    * because another request with the key committed first (its ids are ours)
    * becomes `409 request_in_progress`; anything else is returned unchanged.
+   * A claim checked at commit (no read of the key before the handler) finds
+   * out here that the write was a repeat: it returns that write's result as
+   * a `CommittedEarlier`, which is answered in place of the error.
    */
   explain(error: unknown): Promise<unknown>;
   /** Whether a transaction of this request has taken the claim. */
@@ -55,12 +65,61 @@ export interface WriteClaim {
  * The claim of the request being handled, carried through its async calls.
  * A context, not state: each request runs in its own (`http/idempotency.ts`).
  */
-export const writeClaims = new AsyncLocalStorage<WriteClaim>();
+const writeClaims = new AsyncLocalStorage<WriteClaim>();
+/** Claimed requests being handled now (`runClaimed` … `released`). */
+let claimsInFlight = 0;
+
+/**
+ * Runs `next` (the rest of a request's handling) inside `claim`'s context;
+ * `untilAnswered` is given, first, the function to call once the request is
+ * answered (or its connection gone). While no claimed
+ * request is being handled the context is switched off: on Node 20 an
+ * enabled AsyncLocalStorage makes every promise of the process, in every
+ * request, call a hook, which reads and requests without a key need not pay.
+ */
+export function runClaimed(
+  claim: WriteClaim,
+  next: () => void,
+  untilAnswered: (release: () => void) => void,
+): void {
+  claimsInFlight++;
+  let released = false;
+  untilAnswered(() => {
+    if (released) return;
+    released = true;
+    claim.active = false;
+    // Work the request started that outlives it is no longer claimed anyway (`active`).
+    if (--claimsInFlight === 0) writeClaims.disable();
+  });
+  writeClaims.run(claim, next);
+}
+
+/**
+ * `fn`, to be called later from another async context (the SQLite group
+ * commit runs every queued write from the one that drains the queue): runs
+ * it in the claim of the request that called this, or outside any claim when
+ * that request holds none, never in the drainer's. Cheaper than
+ * `AsyncResource.bind`, which makes a resource per call (and, on Node 20,
+ * two deprecation wrappers).
+ */
+export function boundToClaim<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  const claim = activeClaim();
+  // With no claim, `run(undefined)` is a plain call while the context is off.
+  return (...args) => writeClaims.run(claim as WriteClaim, fn, ...args);
+}
+
+/** Whether the claims' context is on: while a claimed request is being handled, and only then. */
+export const claimContextOn = (): boolean => claimsInFlight > 0;
 
 /** The claim of the request being handled, while it is being handled. */
 export function activeClaim(): WriteClaim | undefined {
   const claim = writeClaims.getStore();
   return claim?.active ? claim : undefined;
+}
+
+/** What `explain` returns when the failed write was a repeat of one that committed: its result. */
+export class CommittedEarlier {
+  constructor(readonly value: unknown) {}
 }
 
 /**
@@ -71,11 +130,17 @@ export function activeClaim(): WriteClaim | undefined {
  * transaction starts. Every way a write transaction starts goes through here:
  * `transaction()` of the database's Kysely handle, `inSharedProjectTransaction`
  * and the SQLite group commit. A request makes its change in one transaction.
+ * `recordWithCommit`: `transact` takes the record as SQL to send with its
+ * commit (its second argument) instead of a statement of its own.
  */
 export async function claimedTransaction<T>(
-  transact: (work: (trx: Kysely<Database>) => Promise<T>) => Promise<T>,
+  transact: (
+    work: (trx: Kysely<Database>) => Promise<T>,
+    recordStatement?: (value: T) => string,
+  ) => Promise<T>,
   work: (trx: Kysely<Database>) => Promise<T>,
   claim: WriteClaim | undefined = activeClaim(),
+  { recordWithCommit = false }: { recordWithCommit?: boolean } = {},
 ): Promise<T> {
   if (!claim || claim.settled) return transact(work);
   if (claim.committed) {
@@ -84,20 +149,28 @@ export async function claimedTransaction<T>(
     return claim.committed.value as T;
   }
   try {
-    const value = await transact(async (trx) => {
+    const claimed = async (trx: Kysely<Database>) => {
       claim.writing = true;
       try {
         const result = await work(trx);
-        await claim.record(trx, result);
+        if (!recordWithCommit) await claim.record(trx, result);
         return result;
       } finally {
         claim.writing = false;
       }
-    });
+    };
+    // With `recordWithCommit`, `transact` sends the record with its commit.
+    const value = await (recordWithCommit
+      ? transact(claimed, (result) => claim.recordStatement(result))
+      : transact(claimed));
     claim.settled = true;
     return value;
   } catch (err) {
-    throw await claim.explain(err);
+    const explained = await claim.explain(err);
+    if (!(explained instanceof CommittedEarlier)) throw explained;
+    claim.settled = true;
+    claim.replayed();
+    return explained.value as T;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
-import { writeClaims, type WriteClaim } from '../db/write-claims.js';
+import { runClaimed, type WriteClaim } from '../db/write-claims.js';
 import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
 import type { Principal } from './principal.js';
 
@@ -8,6 +8,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The idempotency claim this request's write runs under, if it sent a key. */
     writeClaim: WriteClaim | null;
+  }
+  interface FastifyContextConfig {
+    /**
+     * The route's change is one environment write (`db/environment-write.ts`)
+     * and nothing the route does before it depends on the claim (its time,
+     * its ids): a repeat can be recognised at the write's commit instead of
+     * by reading the key before the handler (PostgreSQL; see
+     * `IdempotencyService.claim`).
+     */
+    idempotencyAtCommit?: boolean;
   }
 }
 
@@ -54,15 +64,16 @@ export function registerIdempotency(
         body: request.body,
       },
       () => reply.header(REPLAYED_HEADER, 'true'),
+      { atCommit: request.routeOptions.config?.idempotencyAtCommit === true },
     );
     // Answered, or the connection gone: a repeat waiting on this instance goes on.
     reply.raw.once('close', done);
     request.writeClaim = claim;
   });
-  // A callback hook: the handler runs inside `run`, and so does every call it makes.
-  app.addHook('preHandler', (request, _reply, next) => {
-    if (request.writeClaim) writeClaims.run(request.writeClaim, next);
-    else next();
+  // A callback hook: the handler runs inside the claim, and so does every call it makes.
+  app.addHook('preHandler', (request, reply, next) => {
+    if (!request.writeClaim) return next();
+    runClaimed(request.writeClaim, next, (release) => reply.raw.once('close', release));
   });
 }
 

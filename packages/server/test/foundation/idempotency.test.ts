@@ -62,6 +62,29 @@ for (const dialect of DIALECTS) {
       assert.equal(await versionsOf(env, 'TWICE'), 2);
     });
 
+    it('a repeat after another write changed the secret gets the first answer and changes nothing', async () => {
+      const env = project.env.development.id;
+      const key = newKey();
+      const body = { value: envelope(project, env, 'MOVED', 'v1'), expected_version: 0 };
+      const first = await send('PUT', secretPath(env, 'MOVED'), body, key);
+      assert.equal(first.statusCode, 201, first.body);
+      const value = { value: envelope(project, env, 'MOVED', 'v2') };
+      const other = await send('PUT', secretPath(env, 'MOVED'), value, newKey());
+      assert.equal(other.statusCode, 200, other.body);
+      // Run again, this write would now be refused (expected_version 0): it is answered as the first time.
+      const again = await send('PUT', secretPath(env, 'MOVED'), body, key);
+      assert.deepEqual(answerOf(again), answerOf(first));
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal(await versionsOf(env, 'MOVED'), 2);
+      // A repeated DELETE of a secret it deleted: 204 again, not 404.
+      const deleteKey = newKey();
+      const deleted = await send('DELETE', secretPath(env, 'MOVED'), undefined, deleteKey);
+      assert.equal(deleted.statusCode, 204, deleted.body);
+      const deletedAgain = await send('DELETE', secretPath(env, 'MOVED'), undefined, deleteKey);
+      assert.deepEqual(answerOf(deletedAgain), answerOf(deleted));
+      assert.equal(deletedAgain.headers['idempotent-replayed'], 'true');
+    });
+
     it('the same key with another body, method or URL is refused: 422 idempotency_key_reused', async () => {
       const env = project.env.development.id;
       const key = newKey();

@@ -106,4 +106,33 @@ describe('hot-path reads on SQLite see every commit at once', () => {
       }
     }
   });
+  it('foreign commits: unchanged by reads and by its own commits, changed by every commit of another instance', async () => {
+    const count = () => t.db.foreignCommits!();
+    const before = count();
+    assert.equal(count(), before, 'nothing committed: the same');
+    await valueIn(other, 'colour');
+    assert.equal(count(), before, 'a read elsewhere is no commit');
+    await t.db.kysely
+      .insertInto('server_settings')
+      .values({ name: 'own', value: 'x', created_at: NOW })
+      .execute();
+    assert.equal(count(), before, 'its own commit is not foreign');
+    let last = before;
+    for (let i = 0; i < 20; i++) {
+      await other.kysely
+        .insertInto('server_settings')
+        .values({ name: `foreign-${i}`, value: 'x', created_at: NOW })
+        .execute();
+      const now = count();
+      assert.notEqual(now, last, `foreign commit ${i} seen at once`);
+      assert.equal(count(), now, 'and the same until the next');
+      last = now;
+      // Its own commits in between change nothing.
+      await t.db.kysely
+        .insertInto('server_settings')
+        .values({ name: `own-${i}`, value: 'x', created_at: NOW })
+        .execute();
+      assert.equal(count(), now);
+    }
+  });
 });

@@ -1,11 +1,22 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hash as digest,
+  randomBytes,
+} from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
 import type { SharedDeps } from '../../shared-deps.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
-import type { WriteClaim } from '../../db/write-claims.js';
-import { deleteExpiredKeys, findLiveKey, insertCommittedKey } from './idempotency.repo.js';
+import { CommittedEarlier, type WriteClaim } from '../../db/write-claims.js';
+import {
+  committedKeyStatement,
+  deleteExpiredKeys,
+  findLiveKey,
+  insertCommittedKey,
+} from './idempotency.repo.js';
 
 /** How long a key is remembered after its write committed. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -24,8 +35,16 @@ export interface KeyedRequest {
   body: unknown;
 }
 
-const sha256 = (...parts: string[]) =>
-  createHash('sha256').update(parts.join('\u0000')).digest('hex');
+const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
+
+/** CSPRNG bytes for the results' nonces, drawn 4 KiB at a time (a few hundred seals per draw). */
+let noncePool = Buffer.alloc(0);
+function nonce(): Buffer {
+  if (noncePool.length < 12) noncePool = randomBytes(4096);
+  const iv = noncePool.subarray(0, 12);
+  noncePool = noncePool.subarray(12);
+  return iv;
+}
 
 /**
  * What a write's transaction returned, sealed under a key derived from the
@@ -49,7 +68,7 @@ function resultCipher(key: string, owner: string, lookup: string) {
       } catch {
         return null; // not cloneable: the write commits, a repeat cannot replay it
       }
-      const iv = randomBytes(12);
+      const iv = nonce();
       const cipher = createCipheriv('aes-256-gcm', secret, iv).setAAD(Buffer.from(lookup));
       const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
       return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64');
@@ -104,7 +123,14 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
     async claim(
       request: KeyedRequest,
       replayed: () => void,
+      { atCommit = false }: { atCommit?: boolean } = {},
     ): Promise<{ claim: WriteClaim; done: () => void }> {
+      // The route's write is all in one environment write (nothing before it
+      // depends on the claim's time or ids): on PostgreSQL, where the key is
+      // inserted with the commit, the key is not read first. A repeat runs
+      // the write, fails on the key's row at commit, rolls back and is
+      // answered with the stored result (`explain`).
+      const checkedAtCommit = atCommit && db.dialect === 'postgres';
       const inProgress = () =>
         new AppError(
           'request_in_progress',
@@ -125,10 +151,20 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
       };
       try {
         const cipher = resultCipher(request.key, request.owner, lookup);
-        const stored = await findLiveKey(db.kysely, lookup, clock.now().toISOString());
+        const stored = checkedAtCommit
+          ? undefined
+          : await findLiveKey(db.kysely, lookup, clock.now().toISOString());
         if (stored && stored.fingerprint !== fingerprint) throw reused();
         const ids = new Map<string, number>();
         const at = stored ? new Date(stored.created_at) : clock.now();
+        const row = (value: unknown) => ({
+          lookup,
+          owner: request.owner,
+          fingerprint,
+          result: cipher.seal(value),
+          created_at: at.toISOString(),
+          expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
+        });
         claim = {
           settled: false,
           writing: false,
@@ -142,27 +178,22 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
             return cipher.idBytes(kind, n);
           },
           async record(trx, value) {
-            const inserted = await insertCommittedKey(
-              trx,
-              {
-                lookup,
-                owner: request.owner,
-                fingerprint,
-                result: cipher.seal(value),
-                created_at: at.toISOString(),
-                expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
-              },
-              clock.now().toISOString(),
-            );
+            const inserted = await insertCommittedKey(trx, row(value), clock.now().toISOString());
             // Another request with this key (on another instance) committed first.
             if (!inserted) throw inProgress();
           },
+          recordStatement: (value) => committedKeyStatement(row(value), clock.now().toISOString()),
           async explain(error) {
-            if (driverErrorKind(error) !== 'unique_violation') return error;
+            // Checked at commit, any failure may be a repeat's (its write
+            // refused on the state the first one left, or its key's insert).
+            if (!checkedAtCommit && driverErrorKind(error) !== 'unique_violation') return error;
             const now = clock.now().toISOString();
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
             if (!other) return error;
-            return other.fingerprint === fingerprint ? inProgress() : reused();
+            if (other.fingerprint !== fingerprint) return reused();
+            return checkedAtCommit
+              ? new CommittedEarlier(cipher.open(other.result).value)
+              : inProgress();
           },
         };
         return { claim, done };

@@ -77,6 +77,8 @@ export async function secretsRoutes(
   r.post(
     `${base}/batch`,
     {
+      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
+      config: { idempotencyAtCommit: true },
       schema: {
         tags,
         summary: 'Write and delete many secrets at once',
@@ -122,6 +124,8 @@ export async function secretsRoutes(
   r.put(
     `${base}/:name`,
     {
+      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
+      config: { idempotencyAtCommit: true },
       schema: {
         tags,
         summary: 'Create or update a secret',
@@ -149,6 +153,8 @@ export async function secretsRoutes(
   r.delete(
     `${base}/:name`,
     {
+      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
+      config: { idempotencyAtCommit: true },
       schema: {
         tags,
         summary: 'Delete a secret and all its versions',
@@ -190,6 +196,8 @@ export async function secretsRoutes(
   r.post(
     `${base}/:name/rollback`,
     {
+      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
+      config: { idempotencyAtCommit: true },
       schema: {
         tags,
         summary: 'Roll a secret back to an earlier version',
