@@ -1,15 +1,25 @@
-// Runs every test file with node's test runner (TypeScript through tsx, workspace
-// packages from source). Extra arguments narrow the run: `npm test -- members`
-// runs the files whose path contains "members"; `npm test -- '!packages/web/'`
-// leaves out those whose path contains "packages/web/".
-import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+// Runs every test file with node's test runner, each file in a process of its own.
+// Extra arguments narrow the run: `npm test -- members` runs the files whose path
+// contains "members"; `npm test -- '!packages/web/'` leaves out those whose path
+// contains "packages/web/".
+//
+// Before the files run, once per run:
+// - the test files are compiled, TypeScript and workspace packages bundled from
+//   source (scripts/test-compile.mjs), so no file pays for a TypeScript loader in its
+//   own process (TEST_TRANSPILE=tsx runs the sources through tsx instead);
+// - a migrated database of each dialect is made once (the server's test harness,
+//   packages/server/test/support/template-db.ts); each test database is a copy of it.
+// Files run longest first (times of the last measured run, scripts/test-times.json),
+// TEST_CONCURRENCY at once (default: one more than the cores, 3 on CI's two). TEST_TIMES=1 writes each file's time to
+// test-times.json (TEST_TIMES=<path> elsewhere) and prints the slowest.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const args = process.argv.slice(2);
-const filters = args.filter((a) => !a.startsWith('!'));
-const excluded = args.filter((a) => a.startsWith('!')).map((a) => a.slice(1));
+
+if (process.env.COFFER_TEST_RUNNER === '1') await runFiles();
+else await main();
 
 function find(dir) {
   const out = [];
@@ -22,26 +32,122 @@ function find(dir) {
   return out;
 }
 
-const files = find(join(root, 'packages'))
-  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
-  .filter((f) => !excluded.some((x) => f.includes(x)))
-  .sort();
-if (files.length === 0) {
-  console.error('no test files matched');
-  process.exit(1);
+/** Longest first: the last measured times, else an estimate from the file's length. */
+function longestFirst(files) {
+  let known = {};
+  try {
+    const measured = JSON.parse(readFileSync(`${root}scripts/test-times.json`, 'utf8'));
+    known = Object.fromEntries(measured.files.map((row) => [row.file, row.seconds]));
+  } catch {
+    // No times yet: every file is estimated.
+  }
+  const lines = (file) => readFileSync(join(root, file), 'utf8').split('\n').length;
+  const rates = Object.keys(known)
+    .filter((file) => files.includes(file))
+    .map((file) => known[file] / lines(file))
+    .sort((a, b) => a - b);
+  const rate = rates.length > 0 ? rates[Math.floor(rates.length / 2)] : 0.05;
+  const weight = (file) => known[file] ?? lines(file) * rate;
+  const weights = new Map(files.map((file) => [file, weight(file)]));
+  return [...files].sort((a, b) => weights.get(b) - weights.get(a) || a.localeCompare(b));
 }
 
-const concurrency = process.env.TEST_CONCURRENCY ?? '3';
-const child = spawn(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--conditions=development',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    ...files,
-  ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
-);
-child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
+async function main() {
+  const args = process.argv.slice(2);
+  const filters = args.filter((a) => !a.startsWith('!'));
+  const excluded = args.filter((a) => a.startsWith('!')).map((a) => a.slice(1));
+  const files = find(join(root, 'packages'))
+    .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+    .filter((f) => !excluded.some((x) => f.includes(x)));
+  if (files.length === 0) {
+    console.error('no test files matched');
+    process.exit(1);
+  }
+
+  // The harness that makes the migrated databases, compiled with the test files.
+  const templates = 'packages/server/test/support/template-db.ts';
+  const usesDatabase =
+    existsSync(join(root, templates)) && files.some((f) => !f.startsWith('packages/web/'));
+  const tsx = process.env.TEST_TRANSPILE === 'tsx';
+  const loader = ['--import', 'tsx', '--conditions=development'];
+  let run = files.map((file) => join(root, file));
+  let templateScript = [...loader, join(root, templates)];
+  let execArgv = loader;
+  let compiledDir = null;
+  if (!tsx) {
+    const { compileTests } = await import('./test-compile.mjs');
+    const compiled = await compileTests(usesDatabase ? [...files, templates] : files);
+    compiledDir = compiled.outDir;
+    run = compiled.paths.slice(0, files.length);
+    templateScript = ['--enable-source-maps', compiled.paths[files.length]];
+    execArgv = ['--enable-source-maps'];
+  }
+
+  // One migrated database per dialect, copied for every test database.
+  const env = { ...process.env, NODE_ENV: 'test' };
+  let template = null;
+  if (usesDatabase) {
+    const made = spawnSync(process.execPath, [...templateScript, 'create'], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      encoding: 'utf8',
+    });
+    if (made.status !== 0) process.exit(1);
+    template = JSON.parse(made.stdout);
+    Object.assign(env, template.env);
+  }
+
+  const order = new Map(longestFirst(files).map((file, index) => [file, index]));
+  const ordered = files
+    .map((file, index) => ({ file, path: run[index] }))
+    .sort((a, b) => order.get(a.file) - order.get(b.file))
+    .map((entry) => entry.path);
+
+  const child = spawn(process.execPath, [...execArgv, join(root, 'scripts/test.mjs')], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: {
+      ...env,
+      COFFER_TEST_RUNNER: '1',
+      COFFER_TEST_FILES: JSON.stringify(ordered),
+      COFFER_TEST_SOURCES: JSON.stringify(Object.fromEntries(run.map((p, i) => [p, files[i]]))),
+    },
+  });
+  // Ctrl-C stops the files (the same process group); the databases are still dropped.
+  process.on('SIGINT', () => undefined);
+  const code = await new Promise((resolve) =>
+    child.on('exit', (status, signal) => resolve(signal ? 1 : (status ?? 1))),
+  );
+  if (template) {
+    spawnSync(process.execPath, [...templateScript, 'drop'], { cwd: root, env, stdio: 'inherit' });
+  }
+  if (compiledDir) rmSync(compiledDir, { recursive: true, force: true });
+  process.exit(code);
+}
+
+/** In a process started with the files' own flags (they pass to each file's process). */
+async function runFiles() {
+  const { run } = await import('node:test');
+  const { availableParallelism } = await import('node:os');
+  const { spec, tap } = await import('node:test/reporters');
+  const files = JSON.parse(process.env.COFFER_TEST_FILES);
+  const sources = JSON.parse(process.env.COFFER_TEST_SOURCES);
+  // The test files' processes inherit the environment: none of this is theirs.
+  for (const name of ['COFFER_TEST_RUNNER', 'COFFER_TEST_FILES', 'COFFER_TEST_SOURCES'])
+    delete process.env[name];
+  // One more file than cores: a file waiting on a child process, a browser or a
+  // timer leaves its core to another (3 on CI's two cores).
+  const concurrency = Number(process.env.TEST_CONCURRENCY ?? availableParallelism() + 1);
+  const stream = run({ files, concurrency });
+  stream.on('test:fail', (data) => {
+    if (!data.todo) process.exitCode = 1;
+  });
+  if (process.env.TEST_TIMES) {
+    const { recordTimes } = await import('./test-times.mjs');
+    const out = process.env.TEST_TIMES === '1' ? 'test-times.json' : process.env.TEST_TIMES;
+    recordTimes(stream, sources, out);
+  }
+  // As node --test does: readable on a terminal, TAP for CI's log and its tools.
+  stream.compose(process.stdout.isTTY ? spec : tap).pipe(process.stdout);
+}

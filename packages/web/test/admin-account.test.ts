@@ -8,9 +8,8 @@ import type { Browser } from 'playwright-core';
 import {
   Visitor,
   hasChromium,
-  launchBrowser,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect, type Page } from './support/expect.js';
@@ -32,7 +31,7 @@ const visitors: Visitor[] = [];
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
 });
 after(async () => {
   for (const visitor of visitors) await visitor.close().catch(() => undefined);

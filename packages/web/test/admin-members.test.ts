@@ -12,9 +12,8 @@ import { createCiToken, inviteMember, listCiTokens, listMembers, type Role } fro
 import {
   Visitor,
   hasChromium,
-  launchBrowser,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { eventually, expect } from './support/expect.js';
@@ -47,7 +46,7 @@ let coffer: Coffer | undefined;
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
 });
 after(async () => {
   await adminVisitor?.close().catch(() => undefined);

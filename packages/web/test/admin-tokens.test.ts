@@ -9,9 +9,8 @@ import { listCiTokens } from '@coffer/sdk';
 import {
   Visitor,
   hasChromium,
-  launchBrowser,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { eventually, expect } from './support/expect.js';
@@ -42,7 +41,7 @@ const visitors: Visitor[] = [];
 before(async () => {
   if (!hasChromium()) return;
   ensureCliBuilt();
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
 });
 after(async () => {
   for (const visitor of visitors) await visitor.close().catch(() => undefined);

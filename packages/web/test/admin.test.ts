@@ -9,11 +9,10 @@ import {
   Visitor,
   assertAccessible,
   hasChromium,
-  launchBrowser,
   mainPage,
   onSharedPage,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
@@ -31,7 +30,7 @@ let scratchId: string;
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
   owner = await seedAccount(coffer, 'owner');
   projectId = await seedProject(owner, 'Inventory', { production: { DATABASE_URL: VALUE } });
   scratchId = await seedProject(owner, 'Scratch', {});

@@ -10,11 +10,10 @@ import {
   Visitor,
   assertAccessible,
   hasChromium,
-  launchBrowser,
   mainPage,
   onSharedPage,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
@@ -51,7 +50,7 @@ let projectId: string;
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
   owner = await seedAccount(coffer, 'grid');
   projectId = await seedProject(owner, 'Checkout', VALUES);
   visitor = await Visitor.open(browser, coffer, {

@@ -12,11 +12,11 @@ import {
   Visitor,
   createPostgresDatabase,
   hasChromium,
-  launchBrowser,
   mainPage,
   screenshots,
   serviceMissing,
   startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
@@ -38,7 +38,7 @@ let coffer: Coffer | undefined;
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
 });
 after(async () => {
   await browser?.close();

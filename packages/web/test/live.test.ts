@@ -9,10 +9,9 @@ import { openVault, setSecret } from '@coffer/sdk';
 import {
   Visitor,
   hasChromium,
-  launchBrowser,
   mainPage,
   onSharedPage,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { sdkMember } from './support/admin.js';
@@ -35,7 +34,7 @@ let projectId: string;
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
   owner = await seedAccount(coffer, 'owner');
   projectId = await seedProject(owner, 'Checkout', VALUES);
   visitor = await Visitor.open(browser, coffer);

@@ -23,11 +23,10 @@ import {
 import {
   Visitor,
   hasChromium,
-  launchBrowser,
   onSharedPage,
   screenshots,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
@@ -68,7 +67,7 @@ async function openGrid(visitor: Visitor, account: Account): Promise<void> {
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
   owner = await seedAccount(coffer, 'refs');
   projectId = await seedProject(owner, 'Shop', VALUES);
   // Bob, a developer, keeps his own DB_HOST in production.

@@ -13,11 +13,10 @@ import {
   assertAccessible,
   checkA11y,
   hasChromium,
-  launchBrowser,
   onSharedPage,
   screenshots,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
@@ -59,7 +58,7 @@ let projectId: string;
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
   owner = await seedAccount(coffer, 'staged');
   projectId = await seedProject(owner, 'Checkout', VALUES);
   visitor = await Visitor.open(browser, coffer, {

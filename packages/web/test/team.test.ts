@@ -19,11 +19,10 @@ import {
   Visitor,
   assertAccessible,
   hasChromium,
-  launchBrowser,
   mainPage,
   screenshots,
   serviceMissing,
-  startCoffer,
+  startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
@@ -61,7 +60,7 @@ const visitors: Visitor[] = [];
 
 before(async () => {
   if (!hasChromium()) return;
-  [coffer, browser] = await Promise.all([startCoffer(), launchBrowser()]);
+  [coffer, browser] = await startCofferAndBrowser();
   admin = await seedAccount(coffer, 'admin');
   projectId = await seedProject(admin, 'Payments', VALUES);
 });

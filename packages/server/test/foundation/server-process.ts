@@ -184,7 +184,14 @@ export async function startPublicServer(
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    // A server that never comes up is stopped: left running, it would keep the test file's
+    // process alive after the failure. A start takes a second or two; on two cores shared by
+    // a whole CI run (a self-signed certificate is made on each start) it took over 30 s.
+    const timer = setTimeout(() => {
+      child.off('exit', exited);
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${output}`));
+    }, 90_000);
     const check = () => {
       if (!output.includes('Coffer listening on')) return;
       clearTimeout(timer);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +19,14 @@ export const DIALECTS: DialectName[] = (process.env.DIALECTS ?? 'sqlite,postgres
 
 export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;
 
+/**
+ * Migrated databases to copy instead of migrating each test database from empty
+ * (made once per run by scripts/test.mjs, see template-db.ts): a SQLite file, a
+ * PostgreSQL database on the server at `POSTGRES_URL`.
+ */
+const SQLITE_TEMPLATE = process.env.COFFER_TEST_SQLITE_TEMPLATE || null;
+const POSTGRES_TEMPLATE = process.env.COFFER_TEST_POSTGRES_TEMPLATE || null;
+
 export interface TestDb {
   db: Db;
   dialect: DialectName;
@@ -34,7 +42,10 @@ export async function createTestDb(dialect: DialectName): Promise<TestDb> {
   const dataDir = mkdtempSync(join(tmpdir(), `coffer-test-${dialect}-`));
   const removeDir = () => rmSync(dataDir, { recursive: true, force: true });
   if (dialect === 'sqlite') {
-    const db = await openDatabase({ kind: 'sqlite', file: join(dataDir, 'coffer.db') });
+    const file = join(dataDir, 'coffer.db');
+    if (SQLITE_TEMPLATE) copyFileSync(SQLITE_TEMPLATE, file);
+    const db = await openDatabase({ kind: 'sqlite', file });
+    // On a copy of the template this finds nothing left to do.
     await migrateToLatest(db);
     return {
       db,
@@ -48,7 +59,7 @@ export async function createTestDb(dialect: DialectName): Promise<TestDb> {
     const name = `coffer_test_${randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: POSTGRES_URL });
     await admin.connect();
-    await admin.query(`create database ${name}`);
+    await createDatabase(admin, name);
     await admin.end();
     const url = new URL(POSTGRES_URL);
     url.pathname = `/${name}`;
@@ -83,6 +94,27 @@ export async function createTestDb(dialect: DialectName): Promise<TestDb> {
     databaseUrl: null,
     cleanup: async () => (await closeQuietly(db), removeDir()),
   };
+}
+
+/**
+ * A new database: a copy of the run's migrated template when there is one. Two
+ * copies of one template started at the same moment can collide on the template
+ * (`55006`, source database is being accessed): then again.
+ */
+async function createDatabase(admin: pg.Client, name: string): Promise<void> {
+  if (!POSTGRES_TEMPLATE) {
+    await admin.query(`create database ${name}`);
+    return;
+  }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin.query(`create database ${name} template ${POSTGRES_TEMPLATE}`);
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '55006' || attempt >= 50) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
+    }
+  }
 }
 
 /** Tests may close (or break) the database on purpose; cleanup must still succeed. */

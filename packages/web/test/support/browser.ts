@@ -244,6 +244,22 @@ export async function startCoffer(env: Record<string, string> = {}): Promise<Cof
   return coffer;
 }
 
+/**
+ * The server and the browser, started side by side. When one fails the other is
+ * stopped before the error is thrown: a Chromium left running would keep the
+ * test file's process alive after its tests failed.
+ */
+export async function startCofferAndBrowser(
+  env: Record<string, string> = {},
+): Promise<[Coffer, Browser]> {
+  const [coffer, browser] = await Promise.allSettled([startCoffer(env), launchBrowser()]);
+  if (coffer.status === 'fulfilled' && browser.status === 'fulfilled')
+    return [coffer.value, browser.value];
+  if (coffer.status === 'fulfilled') await coffer.value.stop();
+  if (browser.status === 'fulfilled') await browser.value.close();
+  throw coffer.status === 'rejected' ? coffer.reason : (browser as PromiseRejectedResult).reason;
+}
+
 /** Headless Chromium with nothing that phones home; one per test file. */
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
