@@ -126,11 +126,12 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
       { atCommit = false }: { atCommit?: boolean } = {},
     ): Promise<{ claim: WriteClaim; done: () => void }> {
       // The route's write is all in one environment write (nothing before it
-      // depends on the claim's time or ids): on PostgreSQL, where the key is
-      // inserted with the commit, the key is not read first. A repeat runs
-      // the write, fails on the key's row at commit, rolls back and is
-      // answered with the stored result (`explain`).
-      const checkedAtCommit = atCommit && db.dialect === 'postgres';
+      // depends on the claim's time or ids): the key is not read first, on
+      // either dialect. A repeat runs the write, meets the key's live row
+      // when it inserts its own (PostgreSQL: a unique violation at commit;
+      // SQLite: an insert that returns nothing, in the write's savepoint),
+      // rolls back and is answered with the stored result (`explain`).
+      const checkedAtCommit = atCommit;
       const inProgress = () =>
         new AppError(
           'request_in_progress',
