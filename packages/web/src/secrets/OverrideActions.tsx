@@ -1,5 +1,6 @@
 import { lazy, Suspense, useSyncExternalStore } from 'react';
 import { useProjectContext } from '../app/ProjectLayout';
+import { PersonIcon, PersonOffIcon } from '../ui/icons';
 import type { OverrideRequest } from './OverrideDialog';
 import './overrides.css';
 
@@ -33,45 +34,6 @@ export function OverrideDialogHost() {
     </Suspense>
   );
 }
-
-const PersonIcon = () => (
-  <svg
-    className="icon-svg"
-    width="14"
-    height="14"
-    viewBox="0 0 24 24"
-    fill="none"
-    stroke="currentColor"
-    strokeWidth="2"
-    strokeLinecap="round"
-    strokeLinejoin="round"
-    aria-hidden="true"
-    focusable="false"
-  >
-    <circle cx="12" cy="8" r="4" />
-    <path d="M4 21a8 8 0 0 1 16 0" />
-  </svg>
-);
-
-const PersonOffIcon = () => (
-  <svg
-    className="icon-svg"
-    width="14"
-    height="14"
-    viewBox="0 0 24 24"
-    fill="none"
-    stroke="currentColor"
-    strokeWidth="2"
-    strokeLinecap="round"
-    strokeLinejoin="round"
-    aria-hidden="true"
-    focusable="false"
-  >
-    <circle cx="12" cy="8" r="4" />
-    <path d="M4 21a8 8 0 0 1 16 0" />
-    <path d="M3 3l18 18" />
-  </svg>
-);
 
 /** A cell's override buttons (for members who may read and write values). */
 export function OverrideActions(cell: Omit<OverrideRequest, 'mode' | 'projectId'>) {
