@@ -303,6 +303,9 @@ for (const dialect of DIALECTS) {
       const messages: Array<{ environments?: string[] }> = [];
       listener.on('message', (_channel: string, raw: string) => messages.push(JSON.parse(raw)));
       await listener.subscribe(channel);
+      // The previous test's write may still have its batch in flight: let it land first.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      messages.length = 0;
       const { development, staging, production } = project.env;
       cacheA.invalidateEnvironments([development.id]);
       cacheA.invalidateEnvironments([staging.id, development.id]);
