@@ -54,8 +54,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
   };
   // Answered before the body is read, after the pipeline's headers: a request
   // to nowhere never gets a 400/413/415 about its body instead of its 404/405.
-  app.addHook('preParsing', async (request, reply) => {
-    if (request.is404) throw unroutable(request, reply);
+  // A callback hook: it runs on every request, and an async one costs a promise each time.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.is404) done(unroutable(request, reply));
+    else done(null, payload);
   });
   app.setNotFoundHandler(async (request, reply) => {
     throw unroutable(request, reply);

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, preHandlerAsyncHookHandler, preHandlerHookHandler } from 'fastify';
 import { AppError } from '../errors.js';
 import { runClaimed, type WriteClaim } from '../db/write-claims.js';
 import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
@@ -43,7 +43,7 @@ export function registerIdempotency(
 ): void {
   app.decorateRequest('writeClaim', null);
 
-  app.addHook('preHandler', async (request, reply) => {
+  const claimKey: preHandlerAsyncHookHandler = async (request, reply) => {
     if (!UNSAFE_METHODS.has(request.method)) return;
     const key = request.headers['idempotency-key'];
     if (key === undefined) return;
@@ -69,11 +69,19 @@ export function registerIdempotency(
     // Answered, or the connection gone: a repeat waiting on this instance goes on.
     reply.raw.once('close', done);
     request.writeClaim = claim;
-  });
+  };
   // A callback hook: the handler runs inside the claim, and so does every call it makes.
-  app.addHook('preHandler', (request, reply, next) => {
+  const runInClaim: preHandlerHookHandler = (request, reply, next) => {
     if (!request.writeClaim) return next();
     runClaimed(request.writeClaim, next, (release) => reply.raw.once('close', release));
+  };
+  // Only routes with an unsafe method get the hooks (reads pay nothing), ahead of
+  // the route's own: a write's mark (`markProjectWrites`) is taken inside the claim.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((m) => UNSAFE_METHODS.has(m))) return;
+    const own = route.preHandler;
+    route.preHandler = [claimKey, runInClaim, ...(own === undefined ? [] : [own].flat())];
   });
 }
 

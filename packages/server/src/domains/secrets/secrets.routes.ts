@@ -115,9 +115,13 @@ export async function secretsRoutes(
         response: { 200: DataEnvelope(Secret) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { project_id, env, name } = request.params;
-      return ok(await service.get(actorOf(request), project_id, env, name));
+      const body = await service.get(actorOf(request), project_id, env, name, (secret) =>
+        String(reply.serialize(ok(secret))),
+      );
+      // Already serialized through this route's response schema (once per cached read).
+      return (reply as FastifyReply).type(JSON_TYPE).send(body);
     },
   );
 

@@ -120,6 +120,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * membership, and the same with one secret. Only a caller who is a member is
    * kept (a refusal is never cached).
    */
+  /** Response bodies of `get`, by the row they were made from: kept as long as the row is cached. */
+  const bodies = new WeakMap<repo.SecretRow, string>();
   const caches = {
     access: new TokenCache<EnvironmentWithMembership>(MAX_CACHED_LOOKUPS, MAX_CACHED_LOOKUPS),
     secret: new TokenCache<EnvironmentWithMembership & { secret: repo.SecretRow | undefined }>(
@@ -273,7 +275,18 @@ export function secretsService(ctx: SecretsServiceDeps) {
       return { listing, countRead };
     },
 
-    async get(actor: Actor, projectId: string, ref: string, name: string): Promise<SecretObject> {
+    /**
+     * A secret with its value, as the response body `serialize` (the route's
+     * own serializer) makes of it: once per cached lookup, so a cache hit
+     * serializes nothing.
+     */
+    async get(
+      actor: Actor,
+      projectId: string,
+      ref: string,
+      name: string,
+      serialize: (secret: SecretObject) => string,
+    ): Promise<string> {
       // Environment, access and the secret in one query: reading a value is the hottest write-free path.
       const { context, row: found } = await resolveEnvironmentWith(
         db,
@@ -285,7 +298,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
             projectId,
             `${projectId}/${ref}/${userId}/${name}`,
             () => repo.findSecretWithMembership(db, projectId, ref, userId, name),
-            (row) => 1 + (row.secret?.value.length ?? 0),
+            // The value is kept twice: in the row and in its serialized body.
+            (row) => 1 + 2 * (row.secret?.value.length ?? 0),
           ),
       );
       requireReader(context);
@@ -302,7 +316,12 @@ export function secretsService(ctx: SecretsServiceDeps) {
         },
         `v${row.version}`,
       );
-      return toSecret(row, true);
+      let body = bodies.get(row);
+      if (body === undefined) {
+        body = serialize(toSecret(row, true));
+        bodies.set(row, body);
+      }
+      return body;
     },
 
     /** Creates or updates; `created` tells the route 201 from 200. */
