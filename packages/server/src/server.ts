@@ -11,7 +11,6 @@ import {
 import { createRedirectServer, loadTls } from './http/tls.js';
 import { guardConnections } from './http/connections.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
-import { listenForMetrics } from './metrics.js';
 
 interface RunningServer {
   app: App;
@@ -82,7 +81,9 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
   const { metrics } = app;
   const metricsListener =
     metrics && config.metrics.port !== null
-      ? await listenForMetrics(metrics, config.metrics.host, config.metrics.port)
+      ? await (
+          await import('./metrics.js')
+        ).listenForMetrics(metrics, config.metrics.host, config.metrics.port)
       : null;
   if (metricsListener) process.stdout.write(`Coffer metrics on ${metricsListener.url}\n`);
   process.stdout.write(
