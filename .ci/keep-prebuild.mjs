@@ -5,10 +5,10 @@
 // unpacks it, checks that it loads, and skips the native build (about 70 s of CI);
 // on a machine without it, `npm ci` builds from source as before. Only this
 // run's own build is kept: nothing is downloaded.
-const { execFileSync } = require('node:child_process');
-const { existsSync, mkdirSync, renameSync } = require('node:fs');
-const { createRequire } = require('node:module');
-const { dirname, join, resolve } = require('node:path');
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 
 const pkgDir = resolve('node_modules/better-sqlite3');
 const addon = join(pkgDir, 'build/Release/better_sqlite3.node');
@@ -24,4 +24,4 @@ mkdirSync(dirname(cached), { recursive: true });
 const partial = `${cached}.${process.pid}.partial`;
 execFileSync('tar', ['-czf', partial, '-C', pkgDir, 'build/Release/better_sqlite3.node']);
 renameSync(partial, cached);
-console.log(`ci: kept this run's better-sqlite3 build for the next npm ci (${cached})`);
+process.stdout.write(`ci: kept this run's better-sqlite3 build for the next npm ci (${cached})\n`);
