@@ -21,7 +21,7 @@ import { migrationProvider } from './migrations/index.js';
 import { idLiteral, isId } from '../ids.js';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../config.js';
 import { openSqlite, type SqliteConnection, type SqliteStatement } from './sqlite-driver.js';
-import { claimedTransaction } from './write-claims.js';
+import { claimedTransaction, type WriteClaim } from './write-claims.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -516,16 +516,18 @@ export async function lockProject(
  * while the answer to the statement that took it crosses to this process and
  * waits for a busy event loop to send the commit. Any value written into it
  * must be validated by the caller, as the project id is here. A request's
- * idempotency key (db/write-claims.ts) travels in the same round trip.
+ * idempotency key (db/write-claims.ts) travels in the same round trip: `claim`,
+ * or the claim of the request being handled when none is given.
  */
 export async function inSharedProjectTransaction<T>(
   kysely: Kysely<Database>,
   projectId: string,
   work: (trx: Kysely<Database>) => Promise<T>,
   lastStatement?: (result: T) => string,
+  claim?: WriteClaim,
 ): Promise<T> {
   const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
-  return claimedTransaction(transact, work, undefined, { recordWithCommit: true });
+  return claimedTransaction(transact, work, claim, { recordWithCommit: true });
   function transact(claimed: typeof work, recordStatement?: (result: T) => string) {
     return kysely.connection().execute(async (conn) => {
       try {

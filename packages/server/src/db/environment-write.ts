@@ -5,6 +5,7 @@ import { driverErrorKind } from './driver-errors.js';
 import { GroupCommit } from './group-commit.js';
 import { preparedWrite } from './prepared-query.js';
 import type { Database } from './schema.js';
+import type { WriteClaim } from './write-claims.js';
 
 /** What a write's work returns to the runner. */
 interface EnvironmentWriteDone<T> {
@@ -62,31 +63,43 @@ export function environmentWriter(db: Db) {
   const transact = <T>(
     projectId: string,
     work: (trx: Kysely<Database>) => Promise<EnvironmentWriteDone<T>>,
+    claim: WriteClaim | undefined,
   ): Promise<EnvironmentWriteDone<T>> =>
     groupCommit
       ? groupCommit.run(async (trx) => {
           const done = await work(trx);
           await bumpRevision(trx, done.environmentId);
           return done;
-        })
-      : inSharedProjectTransaction(kysely, projectId, work, (done) =>
-          // The audit chain's head after the revision: a project's writers
-          // queue on it, so it is taken last.
-          [revisionBumpStatement(done.environmentId), done.auditChain].filter(Boolean).join('; '),
+        }, claim)
+      : inSharedProjectTransaction(
+          kysely,
+          projectId,
+          work,
+          (done) =>
+            // The audit chain's head after the revision: a project's writers
+            // queue on it, so it is taken last.
+            [revisionBumpStatement(done.environmentId), done.auditChain].filter(Boolean).join('; '),
+          claim,
         );
 
   return {
     /** PostgreSQL writers run concurrently, so they lock the rows they change (`for update`). */
     lockRows: db.dialect === 'postgres',
 
-    /** Runs `work` as one write of `projectId`'s environment (see above); retried on a lost race. */
+    /**
+     * Runs `work` as one write of `projectId`'s environment (see above);
+     * retried on a lost race. Under `claim`, the request's idempotency claim
+     * passed down by its route (`idempotencyAtCommit`, http/idempotency.ts),
+     * or else the claim of the request being handled.
+     */
     async runEnvironmentWrite<T>(
       projectId: string,
       work: (trx: Kysely<Database>) => Promise<EnvironmentWriteDone<T>>,
+      claim?: WriteClaim,
     ): Promise<{ environmentId: string; result: T }> {
       for (let attempt = 1; ; attempt++) {
         try {
-          const { environmentId, result } = await transact(projectId, work);
+          const { environmentId, result } = await transact(projectId, work, claim);
           return { environmentId, result };
         } catch (err) {
           if (attempt >= MAX_WRITE_ATTEMPTS || !isWriteRace(db, err)) throw err;

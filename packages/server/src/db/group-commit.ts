@@ -1,6 +1,6 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { boundToClaim, claimedTransaction } from './write-claims.js';
+import { boundToClaim, claimedTransaction, type WriteClaim } from './write-claims.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;
@@ -32,11 +32,14 @@ export class GroupCommit {
     private readonly maxGroup = 256,
   ) {}
 
-  /** Runs `work` in the next group; under the caller's idempotency claim (db/write-claims.ts). */
-  run<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in the next group, under `claim` or else the caller's
+   * idempotency claim (db/write-claims.ts).
+   */
+  run<T>(work: (trx: Kysely<Database>) => Promise<T>, claim?: WriteClaim): Promise<T> {
     // The group runs every work from the first caller's async context; each
     // runs in its own caller's claim instead (its idempotency claim, its clock).
-    return claimedTransaction((claimed) => this.enqueue(boundToClaim(claimed)), work);
+    return claimedTransaction((claimed) => this.enqueue(boundToClaim(claimed)), work, claim);
   }
 
   private enqueue<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {

@@ -1,4 +1,9 @@
-import type { FastifyInstance, preHandlerAsyncHookHandler, preHandlerHookHandler } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  preHandlerAsyncHookHandler,
+  preHandlerHookHandler,
+} from 'fastify';
 import { AppError } from '../errors.js';
 import { runClaimed, type WriteClaim } from '../db/write-claims.js';
 import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
@@ -14,8 +19,10 @@ declare module 'fastify' {
      * The route's change is one environment write (`db/environment-write.ts`)
      * and nothing the route does before it depends on the claim (its time,
      * its ids): a repeat can be recognised at the write's commit instead of
-     * by reading the key before the handler (PostgreSQL; see
-     * `IdempotencyService.claim`).
+     * by reading the key before the handler (see `IdempotencyService.claim`).
+     * The route passes the claim to its write itself (`Actor.writeClaim`):
+     * the handler does not run in the claims' async context, whose promise
+     * hook would cost every promise of the process while it is on.
      */
     idempotencyAtCommit?: boolean;
   }
@@ -25,6 +32,9 @@ const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** 16 to 64 visible ASCII characters: what a client generates (a UUID, 32 random base64url). */
 const KEY_PATTERN = /^[\x21-\x7e]{16,64}$/;
 const REPLAYED_HEADER = 'idempotent-replayed';
+
+const atCommit = (request: FastifyRequest) =>
+  request.routeOptions.config?.idempotencyAtCommit === true;
 
 /** Whose keys a credential's requests use: a person's sessions share theirs. */
 const ownerOf = (principal: Principal) =>
@@ -64,7 +74,7 @@ export function registerIdempotency(
         body: request.body,
       },
       () => reply.header(REPLAYED_HEADER, 'true'),
-      { atCommit: request.routeOptions.config?.idempotencyAtCommit === true },
+      { atCommit: atCommit(request) },
     );
     // Answered, or the connection gone: a repeat waiting on this instance goes on.
     reply.raw.once('close', done);
@@ -72,7 +82,7 @@ export function registerIdempotency(
   };
   // A callback hook: the handler runs inside the claim, and so does every call it makes.
   const runInClaim: preHandlerHookHandler = (request, reply, next) => {
-    if (!request.writeClaim) return next();
+    if (!request.writeClaim || atCommit(request)) return next();
     runClaimed(request.writeClaim, next, (release) => reply.raw.once('close', release));
   };
   // Only routes with an unsafe method get the hooks (reads pay nothing), ahead of

@@ -62,6 +62,22 @@ for (const dialect of DIALECTS) {
       assert.equal(await versionsOf(env, 'TWICE'), 2);
     });
 
+    it("a secret write's key does not store the value again: the repeat's body gives it back", async () => {
+      const env = project.env.development.id;
+      const body = { value: envelope(project, env, 'LARGE', 'v'.repeat(4000)) };
+      const key = newKey();
+      const first = await send('PUT', secretPath(env, 'LARGE'), body, key);
+      assert.equal(first.statusCode, 201, first.body);
+      const stored = await t.testDb.db.kysely
+        .selectFrom('idempotency_keys')
+        .select((eb) => eb.fn.max(eb.fn('length', ['result'])).as('longest'))
+        .executeTakeFirstOrThrow();
+      assert.ok(Number(stored.longest) < 2000, `a stored result of ${stored.longest} characters`);
+      const second = await send('PUT', secretPath(env, 'LARGE'), body, key);
+      assert.deepEqual(answerOf(second), answerOf(first));
+      assert.equal(second.headers['idempotent-replayed'], 'true');
+    });
+
     it('a repeat after another write changed the secret gets the first answer and changes nothing', async () => {
       const env = project.env.development.id;
       const key = newKey();

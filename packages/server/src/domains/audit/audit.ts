@@ -3,6 +3,7 @@ import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { newId } from '../../ids.js';
 import type { Principal } from '../../http/principal.js';
+import type { WriteClaim } from '../../db/write-claims.js';
 import { insertAuditEvents } from './audit.repo.js';
 import { chainAuditRows, storeChainHeads } from './chain.js';
 
@@ -11,6 +12,12 @@ export interface Actor {
   readonly principal: Principal | null;
   readonly ip: string | null;
   readonly requestId: string | null;
+  /**
+   * The request's idempotency claim, for a route whose write takes it
+   * explicitly instead of from the async context (`idempotencyAtCommit`,
+   * http/idempotency.ts).
+   */
+  readonly writeClaim?: WriteClaim;
 }
 
 /** The server itself (an expiry, a webhook disabled for failing): events without an actor. */
@@ -20,6 +27,7 @@ export const actorOf = (request: FastifyRequest): Actor => ({
   principal: request.principal,
   ip: request.ip ?? null,
   requestId: request.id ?? null,
+  writeClaim: request.writeClaim ?? undefined,
 });
 
 export interface AuditEntry {

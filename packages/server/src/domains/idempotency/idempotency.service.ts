@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
 import type { SharedDeps } from '../../shared-deps.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
+import { bodyStrings, liftBodyStrings, restoreBodyStrings, type BodyRef } from './body-strings.js';
 import { CommittedEarlier, type WriteClaim } from '../../db/write-claims.js';
 import {
   committedKeyStatement,
@@ -47,11 +48,21 @@ function nonce(): Buffer {
 }
 
 /**
+ * The first byte of a sealed result's plaintext: the result without the long
+ * strings of its request's body, then where they go (`body-strings.ts`).
+ * Results sealed before had none: a v8 serialization, whose first byte is 0xff.
+ */
+const LIFTED_FORMAT = 0x01;
+const FORMAT_BYTE = Buffer.of(LIFTED_FORMAT);
+
+/**
  * What a write's transaction returned, sealed under a key derived from the
  * client's idempotency key (AES-256-GCM; the lookup hash is the associated
  * data). The server keeps neither the key nor anything it could decrypt with.
+ * `body` is the request's: the strings of it the result repeats are not
+ * stored, but taken from a repeat's body (the same, by its fingerprint).
  */
-function resultCipher(key: string, owner: string, lookup: string) {
+function resultCipher(key: string, owner: string, lookup: string, body: unknown) {
   // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
   // step alone: the key is random, and this runs on every keyed write).
   const keys = createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest();
@@ -64,14 +75,16 @@ function resultCipher(key: string, owner: string, lookup: string) {
     seal(value: unknown): string | null {
       let plain: Buffer;
       try {
-        plain = serialize(value);
+        const lifted = liftBodyStrings(value, bodyStrings(body));
+        plain = serialize([lifted.value, lifted.refs]);
       } catch {
         return null; // not cloneable: the write commits, a repeat cannot replay it
       }
       const iv = nonce();
       const cipher = createCipheriv('aes-256-gcm', secret, iv).setAAD(Buffer.from(lookup));
-      const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
-      return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64');
+      // In order: the tag exists once the cipher is final.
+      const parts = [iv, cipher.update(FORMAT_BYTE), cipher.update(plain), cipher.final()];
+      return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
     },
     open(text: string | null): { value: unknown } {
       if (text === null) {
@@ -85,7 +98,9 @@ function resultCipher(key: string, owner: string, lookup: string) {
         .setAAD(Buffer.from(lookup))
         .setAuthTag(bytes.subarray(bytes.length - 16));
       const plain = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
-      return { value: deserialize(plain) };
+      if (plain[0] !== LIFTED_FORMAT) return { value: deserialize(plain) };
+      const [value, refs] = deserialize(plain.subarray(1)) as [unknown, BodyRef[]];
+      return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
     },
   };
 }
@@ -151,7 +166,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
         if (handling.get(lookup) === mine) handling.delete(lookup);
       };
       try {
-        const cipher = resultCipher(request.key, request.owner, lookup);
+        const cipher = resultCipher(request.key, request.owner, lookup, request.body);
         const stored = checkedAtCommit
           ? undefined
           : await findLiveKey(db.kysely, lookup, clock.now().toISOString());

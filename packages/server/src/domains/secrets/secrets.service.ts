@@ -184,32 +184,36 @@ export function secretsService(ctx: SecretsServiceDeps) {
   ): Promise<T> {
     callerIn(actor.principal, projectId); // strangers never take the project's lock
     if (!isId('project', projectId)) throw notFound('Project');
-    const { environmentId, result } = await writer.runEnvironmentWrite(projectId, async (trx) => {
-      const { context, row } = await resolveEnvironmentWith(
-        trx,
-        actor.principal,
-        projectId,
-        (userId) => repo.findWriteTarget(trx, ctx.db.dialect, projectId, ref, userId, name),
-      );
-      requireWriter(context);
-      const now = ctx.clock.now();
-      const { result, secret, versions, audit } = await change(trx, {
-        context,
-        epoch: Number(row.vault_epoch),
-        now,
-        existing: row.secret,
-      });
-      const auditChain = await repo.appendChange(trx, ctx.db.dialect, {
-        secret,
-        versions,
-        audit: auditRows(
-          actor,
-          audit.map((entry) => ({ projectId, targetType: 'secret', ...entry })),
+    const { environmentId, result } = await writer.runEnvironmentWrite(
+      projectId,
+      async (trx) => {
+        const { context, row } = await resolveEnvironmentWith(
+          trx,
+          actor.principal,
+          projectId,
+          (userId) => repo.findWriteTarget(trx, ctx.db.dialect, projectId, ref, userId, name),
+        );
+        requireWriter(context);
+        const now = ctx.clock.now();
+        const { result, secret, versions, audit } = await change(trx, {
+          context,
+          epoch: Number(row.vault_epoch),
           now,
-        ),
-      });
-      return { environmentId: context.environment.id, result, auditChain };
-    });
+          existing: row.secret,
+        });
+        const auditChain = await repo.appendChange(trx, ctx.db.dialect, {
+          secret,
+          versions,
+          audit: auditRows(
+            actor,
+            audit.map((entry) => ({ projectId, targetType: 'secret', ...entry })),
+            now,
+          ),
+        });
+        return { environmentId: context.environment.id, result, auditChain };
+      },
+      actor.writeClaim,
+    );
     cache.invalidateEnvironments([environmentId]);
     return result;
   }

@@ -1,0 +1,95 @@
+/**
+ * A write's result often repeats long strings of its request's body: a
+ * secret write answers with the secret, whose value is the ciphertext the
+ * client sent. A repeat of the request sends the same body again (its
+ * fingerprint says so), so the stored result need not hold them: they are
+ * lifted out before it is sealed and put back from the repeat's body.
+ * About 1 KB less per key row of a secret write, and the ciphertext is not
+ * stored a second time.
+ */
+
+/** Shorter strings are left in place: taking them out would save little. */
+const MIN_LENGTH = 32;
+
+/** Where in the result a body string was: property names and array indices. */
+type Path = Array<string | number>;
+/** A lifted string: where it was, and its index among the body's strings (`bodyStrings`). */
+export type BodyRef = [Path, number];
+
+type Container = Record<string, unknown> | unknown[];
+
+/** Arrays and plain objects: what JSON and the services' results are made of. */
+function isContainer(value: unknown): value is Container {
+  if (Array.isArray(value)) return true;
+  if (value === null || typeof value !== 'object') return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The long strings of a parsed JSON body, in the order a walk of it meets them:
+ * the same list for every body that serializes to the same JSON.
+ */
+export function bodyStrings(body: unknown, found: string[] = []): string[] {
+  if (typeof body === 'string') {
+    if (body.length >= MIN_LENGTH) found.push(body);
+  } else if (isContainer(body)) {
+    for (const item of Object.values(body)) bodyStrings(item, found);
+  }
+  return found;
+}
+
+/**
+ * `value` with every string that is one of `strings` replaced by null, and
+ * where each was. Containers on the way to a replaced string are copied;
+ * `value` itself is not changed (it is also the answer to this request).
+ */
+export function liftBodyStrings(
+  value: unknown,
+  strings: readonly string[],
+): { value: unknown; refs: BodyRef[] } {
+  const refs: BodyRef[] = [];
+  if (strings.length === 0) return { value, refs };
+  const index = new Map<string, number>();
+  strings.forEach((s, i) => index.has(s) || index.set(s, i));
+  const path: Path = [];
+  const lift = (node: unknown): unknown => {
+    if (typeof node === 'string') {
+      const i = index.get(node);
+      if (i === undefined) return node;
+      refs.push([[...path], i]);
+      return null;
+    }
+    if (!isContainer(node)) return node;
+    let copy: Container | null = null;
+    for (const key of Object.keys(node)) {
+      const slot = Array.isArray(node) ? Number(key) : key;
+      const item = (node as Record<string, unknown>)[key];
+      path.push(slot);
+      const lifted = lift(item);
+      path.pop();
+      if (lifted === item) continue;
+      copy ??= Array.isArray(node) ? [...node] : { ...node };
+      (copy as Record<string, unknown>)[key] = lifted;
+    }
+    return copy ?? node;
+  };
+  return { value: lift(value), refs };
+}
+
+/** Puts the lifted strings back into `value` (a freshly deserialized copy), from the repeat's body. */
+export function restoreBodyStrings(value: unknown, refs: BodyRef[], strings: readonly string[]) {
+  let root = value;
+  for (const [path, i] of refs) {
+    const text = strings[i];
+    if (text === undefined) throw new Error('the stored result names a string the body lacks');
+    if (path.length === 0) {
+      root = text;
+      continue;
+    }
+    let holder = root as Record<string | number, unknown>;
+    for (const key of path.slice(0, -1)) holder = holder[key] as Record<string | number, unknown>;
+    holder[path[path.length - 1]!] = text;
+  }
+  return root;
+}
