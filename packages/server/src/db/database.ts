@@ -497,6 +497,22 @@ export async function lockProject(
 }
 
 /**
+ * Runs `work` in one consistent snapshot: a repeatable-read transaction on
+ * PostgreSQL, a read transaction on SQLite. Reads that answer together (a page
+ * and what belongs to its rows) use it, so a commit between two of their
+ * statements cannot show half of a change.
+ */
+export function inSnapshot<T>(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  work: (trx: Kysely<Database>) => Promise<T>,
+): Promise<T> {
+  let transaction = db.transaction();
+  if (dialect === 'postgres') transaction = transaction.setIsolationLevel('repeatable read');
+  return transaction.execute(work);
+}
+
+/**
  * Runs `work` in a PostgreSQL transaction that holds the project's lock SHARED
  * until it ends: secret writers of one project run side by side, while
  * anything that takes `lockProject` (re-key, a role change, deleting an

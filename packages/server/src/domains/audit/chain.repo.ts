@@ -28,20 +28,6 @@ export async function updateChainHead(trx: Db, chain: string, hash: string): Pro
   await trx.updateTable('audit_chain_heads').set({ hash }).where('chain', '=', chain).execute();
 }
 
-/**
- * Runs `work` in one consistent snapshot: a repeatable-read transaction on
- * PostgreSQL, a read transaction on SQLite.
- */
-export function inSnapshot<T>(
-  db: Db,
-  dialect: 'sqlite' | 'postgres',
-  work: (trx: Db) => Promise<T>,
-): Promise<T> {
-  let transaction = db.transaction();
-  if (dialect === 'postgres') transaction = transaction.setIsolationLevel('repeatable read');
-  return transaction.execute(work);
-}
-
 /** Every chain's head. */
 export const chainHeads = (trx: Db) => trx.selectFrom('audit_chain_heads').selectAll().execute();
 

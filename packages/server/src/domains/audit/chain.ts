@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { AuditEventTable, Database } from '../../db/schema.js';
 import { idLiteral } from '../../ids.js';
+import { inSnapshot } from '../../db/database.js';
 import {
   auditedProjects,
   chainHeads,
   chainPage,
   firstUnchainedEvent,
-  inSnapshot,
   reserveChainPositions,
   updateChainHead,
 } from './chain.repo.js';

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { SharedDeps } from '../../shared-deps.js';
 import type { Database } from '../../db/schema.js';
+import { inSnapshot } from '../../db/database.js';
 import { AppError, notFound, type ErrorDetail } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { ListParams, Page } from '../../http/pagination.js';
@@ -377,11 +378,13 @@ export function webhooksService(deps: WebhooksDeps) {
     ): Promise<Page<ReturnType<typeof deliveryView>>> {
       const access = await adminAccess(principal, projectId, 'manage webhooks');
       await webhookOf(access, id);
-      const { rows, total } = await repo.listDeliveries(kysely, id, params, params.status);
-      const attempts = await repo.attemptsOf(
-        kysely,
-        rows.map((r) => r.id),
-      );
+      // One snapshot: an attempt recorded between two reads would otherwise show
+      // in the log of a delivery whose status is from before it.
+      const { rows, total, attempts } = await inSnapshot(kysely, db.dialect, async (trx) => {
+        const page = await repo.listDeliveries(trx, id, params, params.status);
+        const ids = page.rows.map((r) => r.id);
+        return { ...page, attempts: await repo.attemptsOf(trx, ids) };
+      });
       return {
         items: rows.map((r) =>
           deliveryView(
