@@ -21,12 +21,14 @@ import {
   type TestServer,
 } from './support/harness.js';
 
+// The signal handlers come before the line the tests wait for: a signal sent as
+// soon as "start" is read must find them in place.
 const CHILD = `
 const value = process.env.FOO;
-console.log('start FOO=' + value + ' pid=' + process.pid);
-if (value && value.startsWith('exit')) process.exit(Number(value.slice(4)));
 process.on('SIGTERM', () => { console.log('stopping pid=' + process.pid); process.exit(0); });
 process.on('SIGHUP', () => console.log('hup pid=' + process.pid));
+console.log('start FOO=' + value + ' pid=' + process.pid);
+if (value && value.startsWith('exit')) process.exit(Number(value.slice(4)));
 setInterval(() => undefined, 1000);
 `;
 
@@ -260,8 +262,8 @@ describe('coffer --watch against a real server', () => {
     const dir = tempDir('watch-refs');
     writeFileSync(
       join(dir, 'child.js'),
-      `console.log('start URL=' + process.env.URL + ' BILL=' + process.env.BILL);
-process.on('SIGTERM', () => process.exit(0));
+      `process.on('SIGTERM', () => process.exit(0));
+console.log('start URL=' + process.env.URL + ' BILL=' + process.env.BILL);
 setInterval(() => undefined, 1000);
 `,
     );
