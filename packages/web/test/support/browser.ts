@@ -588,6 +588,8 @@ export async function onSharedPage(
     await body(visitor);
     visitor.check();
   } catch (error) {
+    // Where the page was when the test failed, beside the screenshots of it.
+    t.diagnostic(`failed at ${visitor.page.url()}`);
     await screenshots(visitor.page, `failed-${name}`).catch(() => undefined);
     throw error;
   }
