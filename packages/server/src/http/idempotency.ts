@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { runClaimed, type WriteClaim } from '../db/write-claims.js';
 import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
 import type { Principal } from './principal.js';
+import { hooksOf, servesWrites, UNSAFE_METHODS } from './write-routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,7 +29,6 @@ declare module 'fastify' {
   }
 }
 
-const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** 16 to 64 visible ASCII characters: what a client generates (a UUID, 32 random base64url). */
 const KEY_PATTERN = /^[\x21-\x7e]{16,64}$/;
 const REPLAYED_HEADER = 'idempotent-replayed';
@@ -88,10 +88,8 @@ export function registerIdempotency(
   // Only routes with an unsafe method get the hooks (reads pay nothing), ahead of
   // the route's own: a write's mark (`markProjectWrites`) is taken inside the claim.
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!methods.some((m) => UNSAFE_METHODS.has(m))) return;
-    const own = route.preHandler;
-    route.preHandler = [claimKey, runInClaim, ...(own === undefined ? [] : [own].flat())];
+    if (servesWrites(route))
+      route.preHandler = [claimKey, runInClaim, ...hooksOf(route.preHandler)];
   });
 }
 

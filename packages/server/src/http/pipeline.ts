@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
+import { UNSAFE_METHODS } from './write-routes.js';
 import {
   SESSION_COOKIE,
   type CredentialResolver,
@@ -50,8 +51,6 @@ export class RateLimitedError extends AppError {
     super('rate_limited', message);
   }
 }
-
-const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * The per-request conventions every route shares, in order: request id, the

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import type { ChangeTokens } from '../db/change-tokens.js';
 import { isId } from '../ids.js';
+import { hooksOf, servesWrites } from './write-routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -8,8 +9,6 @@ declare module 'fastify' {
     endProjectWrite: (() => Promise<void>) | null;
   }
 }
-
-const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Every request that may change a project — an unsafe method on a route under
@@ -38,15 +37,8 @@ export function markProjectWrites(app: FastifyInstance, tokens: ChangeTokens): v
     return payload;
   };
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!route.url.includes('/projects/:project_id')) return;
-    if (!methods.some((m) => UNSAFE.has(m))) return;
+    if (!route.url.includes('/projects/:project_id') || !servesWrites(route)) return;
     route.preHandler = [...hooksOf(route.preHandler), begin];
     route.onSend = [...hooksOf(route.onSend), end];
   });
-}
-
-function hooksOf<H>(hooks: H | H[] | undefined): H[] {
-  if (hooks === undefined) return [];
-  return Array.isArray(hooks) ? hooks : [hooks];
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance, onResponseHookHandler } from 'fastify';
+import { hooksOf, servesWrites, UNSAFE_METHODS } from '../../http/write-routes.js';
 import type { ChangeNotifier } from './notifier.js';
-
-const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Calls the change feed's notifier after every successful write: once the
@@ -13,7 +12,7 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  */
 export function notifyAfterWrites(app: FastifyInstance, notifier: ChangeNotifier): void {
   const notify: onResponseHookHandler = (request, reply, done) => {
-    if (!WRITES.has(request.method) || reply.statusCode >= 400) return done();
+    if (!UNSAFE_METHODS.has(request.method) || reply.statusCode >= 400) return done();
     const route = request.routeOptions.url ?? '';
     if (route.startsWith('/v1/projects/:project_id')) {
       const { project_id } = request.params as { project_id?: unknown };
@@ -24,9 +23,6 @@ export function notifyAfterWrites(app: FastifyInstance, notifier: ChangeNotifier
     done();
   };
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!methods.some((m) => WRITES.has(m))) return;
-    const own = route.onResponse;
-    route.onResponse = [...(own === undefined ? [] : [own].flat()), notify];
+    if (servesWrites(route)) route.onResponse = [...hooksOf(route.onResponse), notify];
   });
 }

@@ -146,7 +146,6 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
       // when it inserts its own (PostgreSQL: a unique violation at commit;
       // SQLite: an insert that returns nothing, in the write's savepoint),
       // rolls back and is answered with the stored result (`explain`).
-      const checkedAtCommit = atCommit;
       const inProgress = () =>
         new AppError(
           'request_in_progress',
@@ -167,7 +166,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
       };
       try {
         const cipher = resultCipher(request.key, request.owner, lookup, request.body);
-        const stored = checkedAtCommit
+        const stored = atCommit
           ? undefined
           : await findLiveKey(db.kysely, lookup, clock.now().toISOString());
         if (stored && stored.fingerprint !== fingerprint) throw reused();
@@ -202,14 +201,12 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
           async explain(error) {
             // Checked at commit, any failure may be a repeat's (its write
             // refused on the state the first one left, or its key's insert).
-            if (!checkedAtCommit && driverErrorKind(error) !== 'unique_violation') return error;
+            if (!atCommit && driverErrorKind(error) !== 'unique_violation') return error;
             const now = clock.now().toISOString();
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
             if (!other) return error;
             if (other.fingerprint !== fingerprint) return reused();
-            return checkedAtCommit
-              ? new CommittedEarlier(cipher.open(other.result).value)
-              : inProgress();
+            return atCommit ? new CommittedEarlier(cipher.open(other.result).value) : inProgress();
           },
         };
         return { claim, done };

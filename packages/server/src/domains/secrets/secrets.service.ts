@@ -120,8 +120,6 @@ export function secretsService(ctx: SecretsServiceDeps) {
    * membership, and the same with one secret. Only a caller who is a member is
    * kept (a refusal is never cached).
    */
-  /** Response bodies of `get`, by the row they were made from: kept as long as the row is cached. */
-  const bodies = new WeakMap<repo.SecretRow, string>();
   const caches = {
     access: new TokenCache<EnvironmentWithMembership>(MAX_CACHED_LOOKUPS, MAX_CACHED_LOOKUPS),
     secret: new TokenCache<EnvironmentWithMembership & { secret: repo.SecretRow | undefined }>(
@@ -129,6 +127,8 @@ export function secretsService(ctx: SecretsServiceDeps) {
       MAX_CACHED_VALUE_CHARS,
     ),
   };
+  /** Response bodies of `get`, by the row they were made from: kept as long as the row is cached. */
+  const bodies = new WeakMap<repo.SecretRow, string>();
 
   /**
    * `find`'s row from `cache` when the project's change token is the one it
