@@ -248,10 +248,33 @@ test('leaving the project or signing out with staged changes asks first', (t) =>
     await signOut.getByRole('button', { name: 'Close' }).click();
     await expect(signOut).toBeHidden();
 
+    // A tab whose code is still loading when the user leaves: its navigation
+    // completes behind the question, which stays until the user answers it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let chunkRequested = false;
+    const auditChunk = /\/assets\/Audit-[^/]+\.js$/;
+    await page.route(auditChunk, async (route) => {
+      chunkRequested = true;
+      await held;
+      await route.continue();
+    });
+    const project = page.getByRole('navigation', { name: 'Project' });
+    await project.getByRole('link', { name: 'Audit' }).click();
     await page
       .getByRole('navigation', { name: 'Main' })
       .getByRole('link', { name: 'Projects' })
       .click();
+    await expect(ask).toBeVisible();
+    assert.ok(chunkRequested, "the Audit tab's code was not held back");
+    release();
+    await page.waitForURL(new RegExp(`/projects/${projectId}/audit$`));
+    await expect(project.getByRole('link', { name: 'Audit' })).toHaveAttribute(
+      'aria-current',
+      'page',
+    );
+    await expect(ask).toContainText('2 unsaved changes');
+    await page.unroute(auditChunk);
     await ask.getByRole('button', { name: 'Discard and leave' }).click();
     await page.waitForURL(/\/projects$/);
     assert.equal(await asksBeforeUnload(v), false);

@@ -7,6 +7,7 @@ import {
   discardAll,
   dismissRestoredNote,
   requestReview,
+  staged,
   stagedEnvironmentNames,
   stagedProjectId,
   type Restored,
@@ -130,15 +131,27 @@ export function ActiveGuard({ changes }: { changes: number }) {
 
   const blocker = useBlocker(({ nextLocation }) => {
     const project = stagedProjectId();
-    if (project === null) return false;
+    // Nothing staged any more (discarded just now, before this navigation): nothing to ask.
+    if (project === null || staged.size() === 0) return false;
     return !(
       nextLocation.pathname === `/projects/${project}` ||
       nextLocation.pathname.startsWith(`/projects/${project}/`)
     );
   });
 
+  // Where the user asked to go, kept until they answer: a navigation already
+  // under way when they asked (a tab whose code is still loading) resets the
+  // router's blocker as it completes, and the question must not vanish with it.
+  const [leavingTo, setLeavingTo] = useState<string | null>(null);
+  useEffect(() => {
+    if (blocker.state !== 'blocked') return;
+    const { pathname, search, hash } = blocker.location;
+    setLeavingTo(pathname + search + hash);
+  }, [blocker]);
+
   const stay = () => {
     if (blocker.state === 'blocked') blocker.reset();
+    setLeavingTo(null);
     setSignOutAsked(false);
     const project = stagedProjectId();
     if (project) {
@@ -148,14 +161,17 @@ export function ActiveGuard({ changes }: { changes: number }) {
   };
   const leave = () => {
     discardAll();
+    setLeavingTo(null);
+    // With nothing staged any more, the blocker lets the navigation through.
     if (blocker.state === 'blocked') blocker.proceed();
+    else if (leavingTo !== null) void navigate(leavingTo);
     if (askedSignOut) {
       setSignOutAsked(false);
       void auth.signOut();
     }
   };
 
-  const asking = blocker.state === 'blocked' || askedSignOut;
+  const asking = blocker.state === 'blocked' || leavingTo !== null || askedSignOut;
   const lockingAt = useLockingAt();
   return (
     <>
@@ -168,6 +184,7 @@ export function ActiveGuard({ changes }: { changes: number }) {
           onLeave={leave}
           onCancel={() => {
             if (blocker.state === 'blocked') blocker.reset();
+            setLeavingTo(null);
             setSignOutAsked(false);
           }}
         />
