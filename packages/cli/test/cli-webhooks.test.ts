@@ -19,6 +19,7 @@ import { errorLine, ok, signUpAndSetUp } from './support/flow.js';
 import { serviceMissing } from '../../server/test/foundation/server-process.js';
 import { startReceiver, type Receiver } from '../../server/test/webhooks/receiver.js';
 import { eventually } from '../../server/test/support/http.js';
+import { DIALECTS } from '../../server/test/support/db.js';
 
 const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL;
 
@@ -30,7 +31,7 @@ const SWITCHES = {
   OUTBOX_POLL_MS: '100',
 };
 
-for (const dialect of ['sqlite', 'postgres'] as const) {
+for (const dialect of DIALECTS) {
   describe(`coffer webhooks (${dialect}, real server process)`, () => {
     let database: { url: string; drop(): Promise<void> } | null = null;
     let server: TestServer;

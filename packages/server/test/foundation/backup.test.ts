@@ -17,7 +17,7 @@ import {
   type SecretScope,
 } from '@coffer/sdk';
 import { openSqlite } from '../../src/db/sqlite-driver.js';
-import { POSTGRES_URL } from '../support/db.js';
+import { onlyOn, POSTGRES_URL } from '../support/db.js';
 import { TEST_KDF_COST } from '../support/users.js';
 import { ensureCommandBuilt, SERVER_COMMAND } from '../support/command.js';
 import { serviceMissing, startServerProcess, type ServerProcess } from './server-process.js';
@@ -79,7 +79,7 @@ async function reopen(server: ServerProcess, email: string, projectId: string) {
   return { client, projectId, keys: vault } satisfies SecretScope;
 }
 
-describe('backup and restore (SQLite, real server process)', () => {
+describe('backup and restore (SQLite, real server process)', onlyOn('sqlite'), () => {
   const dirs: string[] = [];
   const tempDir = (name: string) => {
     const dir = mkdtempSync(join(tmpdir(), `coffer-${name}-`));
@@ -216,7 +216,7 @@ describe('backup and restore (SQLite, real server process)', () => {
   });
 });
 
-describe('PostgreSQL: pg_dump -Fc and pg_restore (real server process)', () => {
+describe('PostgreSQL: pg_dump -Fc and pg_restore (real server process)', onlyOn('postgres'), () => {
   it('a restored dump serves every secret back through the SDK', async (t) => {
     if (!POSTGRES_URL) {
       serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { prepareSignUp, ready } from '@coffer/sdk';
-import { createTestDb, POSTGRES_URL } from '../support/db.js';
+import { createTestDb, onlyOn, POSTGRES_URL } from '../support/db.js';
 import { TEST_KDF_COST } from '../support/users.js';
 import { send, serviceMissing, startServerProcess, type ServerProcess } from './server-process.js';
 
@@ -93,7 +93,7 @@ async function survivesKill(env: Record<string, string>, dataDir: string): Promi
 }
 
 describe('durability: acknowledged writes survive kill -9 (real process)', () => {
-  it('SQLite (the embedded default)', async () => {
+  it('SQLite (the embedded default)', onlyOn('sqlite'), async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'coffer-durable-'));
     try {
       await survivesKill({}, dataDir);
@@ -102,7 +102,7 @@ describe('durability: acknowledged writes survive kill -9 (real process)', () =>
     }
   });
 
-  it('PostgreSQL (DATABASE_URL)', async (t) => {
+  it('PostgreSQL (DATABASE_URL)', onlyOn('postgres'), async (t) => {
     if (!POSTGRES_URL) {
       serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
       return;

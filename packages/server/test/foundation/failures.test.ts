@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { DIALECTS, POSTGRES_URL } from '../support/db.js';
+import { DIALECTS, onlyOn, POSTGRES_URL } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { signUp } from '../support/users.js';
 import { createProject } from '../support/projects.js';
@@ -95,7 +95,7 @@ for (const dialect of DIALECTS) {
   });
 }
 
-describe('PostgreSQL connections ended by the server', () => {
+describe('PostgreSQL connections ended by the server', onlyOn('postgres'), () => {
   it('a terminated idle connection neither crashes the process nor fails later requests', async (t) => {
     if (!POSTGRES_URL) {
       // PGlite runs in-process: it has no connections a server could end.

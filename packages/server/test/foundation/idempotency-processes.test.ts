@@ -5,7 +5,7 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createTestDb, POSTGRES_URL } from '../support/db.js';
+import { createTestDb, onlyOn, POSTGRES_URL } from '../support/db.js';
 import { serviceMissing, startServerProcess, type ServerProcess } from './server-process.js';
 import {
   createProject,
@@ -119,84 +119,96 @@ async function killedBetweenCommitAndAnswer(
 }
 
 describe('idempotency keys against real server processes', () => {
-  it(`SQLite: kill -9 during keyed writes (${KILLS} times), then every key retried`, async (t) => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'coffer-kill-keys-'));
-    try {
-      await killedBetweenCommitAndAnswer(t, {}, dataDir);
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
-
-  it(`PostgreSQL: kill -9 during keyed writes (${KILLS} times), then every key retried`, async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
-    const database = await createTestDb('postgres');
-    try {
-      await killedBetweenCommitAndAnswer(
-        t,
-        { DATABASE_URL: database.databaseUrl! },
-        database.dataDir,
-      );
-    } finally {
-      await database.cleanup();
-    }
-  });
-
-  it('PostgreSQL, two instances: the same write through both is executed once and answered identically', async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
-    const database = await createTestDb('postgres');
-    const dataA = mkdtempSync(join(tmpdir(), 'coffer-instance-a-'));
-    const dataB = mkdtempSync(join(tmpdir(), 'coffer-instance-b-'));
-    const env = { ...WRITERS_ENV, DATABASE_URL: database.databaseUrl! };
-    const a = await startServerProcess({ ...env, DATA_DIR: dataA });
-    const b = await startServerProcess({ ...env, DATA_DIR: dataB });
-    try {
-      const agentA = new Agent({ keepAlive: true, ca: certOf(dataA) });
-      const agentB = new Agent({ keepAlive: true, ca: certOf(dataB) });
-      const session = await signUpSession(a, certOf(dataA));
-
-      // One after the other: A executes, B answers from A's write.
-      const key = newKey();
-      const first = await untilAnswered(a, agentA, session, 'through A then B', key);
-      const second = await untilAnswered(b, agentB, session, 'through A then B', key);
-      assert.equal(first.status, 201, first.body);
-      assert.deepEqual([second.status, second.body], [first.status, first.body]);
-      assert.ok(second.replayed);
-
-      // At the same moment through both, 20 keys.
-      const pairs = await Promise.all(
-        Array.from({ length: 20 }, async (_, i) => {
-          const k = newKey();
-          const name = `both ${i}`;
-          return Promise.all([
-            untilAnswered(a, agentA, session, name, k),
-            untilAnswered(b, agentB, session, name, k),
-          ]);
-        }),
-      );
-      for (const [fromA, fromB] of pairs) {
-        assert.equal(fromA.status, 201, fromA.body);
-        assert.deepEqual([fromB.status, fromB.body], [fromA.status, fromA.body]);
+  it(
+    `SQLite: kill -9 during keyed writes (${KILLS} times), then every key retried`,
+    onlyOn('sqlite'),
+    async (t) => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'coffer-kill-keys-'));
+      try {
+        await killedBetweenCommitAndAnswer(t, {}, dataDir);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
       }
-      const names = await projectNames(a, certOf(dataA), at(session, a));
-      for (let i = 0; i < 20; i++) {
-        assert.equal(names.filter((n) => n === `both ${i}`).length, 1, `both ${i}`);
+    },
+  );
+
+  it(
+    `PostgreSQL: kill -9 during keyed writes (${KILLS} times), then every key retried`,
+    onlyOn('postgres'),
+    async (t) => {
+      if (!POSTGRES_URL) {
+        serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+        return;
       }
-      assert.equal(names.filter((n) => n === 'through A then B').length, 1);
-      agentA.destroy();
-      agentB.destroy();
-    } finally {
-      await a.stop();
-      await b.stop();
-      rmSync(dataA, { recursive: true, force: true });
-      rmSync(dataB, { recursive: true, force: true });
-      await database.cleanup();
-    }
-  });
+      const database = await createTestDb('postgres');
+      try {
+        await killedBetweenCommitAndAnswer(
+          t,
+          { DATABASE_URL: database.databaseUrl! },
+          database.dataDir,
+        );
+      } finally {
+        await database.cleanup();
+      }
+    },
+  );
+
+  it(
+    'PostgreSQL, two instances: the same write through both is executed once and answered identically',
+    onlyOn('postgres'),
+    async (t) => {
+      if (!POSTGRES_URL) {
+        serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+        return;
+      }
+      const database = await createTestDb('postgres');
+      const dataA = mkdtempSync(join(tmpdir(), 'coffer-instance-a-'));
+      const dataB = mkdtempSync(join(tmpdir(), 'coffer-instance-b-'));
+      const env = { ...WRITERS_ENV, DATABASE_URL: database.databaseUrl! };
+      const a = await startServerProcess({ ...env, DATA_DIR: dataA });
+      const b = await startServerProcess({ ...env, DATA_DIR: dataB });
+      try {
+        const agentA = new Agent({ keepAlive: true, ca: certOf(dataA) });
+        const agentB = new Agent({ keepAlive: true, ca: certOf(dataB) });
+        const session = await signUpSession(a, certOf(dataA));
+
+        // One after the other: A executes, B answers from A's write.
+        const key = newKey();
+        const first = await untilAnswered(a, agentA, session, 'through A then B', key);
+        const second = await untilAnswered(b, agentB, session, 'through A then B', key);
+        assert.equal(first.status, 201, first.body);
+        assert.deepEqual([second.status, second.body], [first.status, first.body]);
+        assert.ok(second.replayed);
+
+        // At the same moment through both, 20 keys.
+        const pairs = await Promise.all(
+          Array.from({ length: 20 }, async (_, i) => {
+            const k = newKey();
+            const name = `both ${i}`;
+            return Promise.all([
+              untilAnswered(a, agentA, session, name, k),
+              untilAnswered(b, agentB, session, name, k),
+            ]);
+          }),
+        );
+        for (const [fromA, fromB] of pairs) {
+          assert.equal(fromA.status, 201, fromA.body);
+          assert.deepEqual([fromB.status, fromB.body], [fromA.status, fromA.body]);
+        }
+        const names = await projectNames(a, certOf(dataA), at(session, a));
+        for (let i = 0; i < 20; i++) {
+          assert.equal(names.filter((n) => n === `both ${i}`).length, 1, `both ${i}`);
+        }
+        assert.equal(names.filter((n) => n === 'through A then B').length, 1);
+        agentA.destroy();
+        agentB.destroy();
+      } finally {
+        await a.stop();
+        await b.stop();
+        rmSync(dataA, { recursive: true, force: true });
+        rmSync(dataB, { recursive: true, force: true });
+        await database.cleanup();
+      }
+    },
+  );
 });

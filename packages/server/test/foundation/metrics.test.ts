@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { POSTGRES_URL } from '../support/db.js';
+import { onlyOn, POSTGRES_URL } from '../support/db.js';
 import { projectWithVault } from '../support/vault.js';
 import { secretsUrl } from '../secrets/fixtures.js';
 import { send, serviceMissing, startServerProcess } from './server-process.js';
@@ -213,7 +213,7 @@ describe('metrics with METRICS_PORT (real process)', () => {
 });
 
 describe('metrics on PostgreSQL', () => {
-  it('export the pool: total, idle and waiting', async (t) => {
+  it('export the pool: total, idle and waiting', onlyOn('postgres'), async (t) => {
     if (!POSTGRES_URL) {
       serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
       return;

@@ -3,11 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, targetFromConfig } from '../../src/db/database.js';
-import { createTestDb, POSTGRES_URL, type TestDb } from '../support/db.js';
+import { createTestDb, onlyOn, POSTGRES_URL, type TestDb } from '../support/db.js';
 import { serviceMissing } from './server-process.js';
 
 // PGlite has one connection and no pool; only a real server shows the bound.
-describe('PostgreSQL connection pool', () => {
+describe('PostgreSQL connection pool', onlyOn('postgres'), () => {
   let testDb: TestDb | null = null;
   before(async () => {
     if (POSTGRES_URL) testDb = await createTestDb('postgres');

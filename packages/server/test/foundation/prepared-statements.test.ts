@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
-import { createTestDb, POSTGRES_URL, type TestDb } from '../support/db.js';
+import { createTestDb, onlyOn, POSTGRES_URL, type TestDb } from '../support/db.js';
 import { serviceMissing } from './server-process.js';
 
 // PGlite is a different driver; only the pool of a real server prepares statements.
-describe('PostgreSQL prepared statements', () => {
+describe('PostgreSQL prepared statements', onlyOn('postgres'), () => {
   let testDb: TestDb | null = null;
   before(async () => {
     if (POSTGRES_URL) testDb = await createTestDb('postgres');

@@ -4,7 +4,7 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createTestDb, POSTGRES_URL } from '../support/db.js';
+import { createTestDb, onlyOn, POSTGRES_URL } from '../support/db.js';
 import { serviceMissing, startServerProcess } from './server-process.js';
 import {
   createProject,
@@ -147,7 +147,7 @@ async function shutdownRounds(
 }
 
 describe('SIGTERM with 20 writes in flight: every request received is answered (real process)', () => {
-  it(`SQLite, ${ROUNDS} rounds`, async (t) => {
+  it(`SQLite, ${ROUNDS} rounds`, onlyOn('sqlite'), async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'coffer-sigterm-'));
     try {
       await shutdownRounds(t, {}, dataDir);
@@ -156,7 +156,7 @@ describe('SIGTERM with 20 writes in flight: every request received is answered (
     }
   });
 
-  it(`PostgreSQL, ${ROUNDS} rounds`, async (t) => {
+  it(`PostgreSQL, ${ROUNDS} rounds`, onlyOn('postgres'), async (t) => {
     if (!POSTGRES_URL) {
       serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
       return;

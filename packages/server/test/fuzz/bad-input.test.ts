@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { POSTGRES_URL } from '../support/db.js';
+import { DIALECTS, POSTGRES_URL } from '../support/db.js';
 import { serviceMissing } from '../foundation/server-process.js';
 import { runCampaign, summarize, type CampaignDialect } from './campaign.js';
 
@@ -16,7 +16,7 @@ describe(
   'bad input to every operation, from every kind of caller (real process)',
   { concurrency: true },
   () => {
-    for (const dialect of ['sqlite', 'postgres'] as CampaignDialect[]) {
+    for (const dialect of DIALECTS as CampaignDialect[]) {
       it(`answers each malformed request with a Form A refusal, rate-limit headers and no change (${dialect})`, async (t) => {
         if (dialect === 'postgres' && !POSTGRES_URL) {
           serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');

@@ -3,7 +3,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { POSTGRES_URL } from '../support/db.js';
+import { onlyOn, POSTGRES_URL } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { envelope, projectWithVault, type VaultProject } from '../support/vault.js';
 import { createToken, secretsUrl } from './fixtures.js';
@@ -97,7 +97,7 @@ async function prerequisites(redisUrl: string): Promise<string | null> {
   return null;
 }
 
-describe('read caches across server processes (PostgreSQL + Redis)', () => {
+describe('read caches across server processes (PostgreSQL + Redis)', onlyOn('postgres'), () => {
   let t: TestApp;
   let project: VaultProject;
   const instances: Instance[] = [];
@@ -234,91 +234,95 @@ async function until<T>(check: () => Promise<T | null>, what: string): Promise<T
   assert.fail(`timed out waiting for ${what}`);
 }
 
-describe('read caches with Redis down: answers from the database, said once', () => {
-  let t: TestApp;
-  let project: VaultProject;
-  const instances: Instance[] = [];
-  let redis: ChildProcess | null = null;
-  let redisUrl = '';
-  let missing: string | null = null;
+describe(
+  'read caches with Redis down: answers from the database, said once',
+  onlyOn('postgres'),
+  () => {
+    let t: TestApp;
+    let project: VaultProject;
+    const instances: Instance[] = [];
+    let redis: ChildProcess | null = null;
+    let redisUrl = '';
+    let missing: string | null = null;
 
-  before(async () => {
-    if (spawnSync('redis-server', ['--version']).status !== 0) {
-      missing = 'The redis-server binary';
-      return;
-    }
-    const port = await freePort();
-    redisUrl = `redis://127.0.0.1:${port}`;
-    redis = startRedis(port);
-    await until(async () => ((await reachable(redisUrl)) ? true : null), 'the private Redis');
-    missing = await prerequisites(redisUrl);
-    if (missing) return;
-    ensureBuilt();
-    t = await startTestApp('postgres');
-    project = await projectWithVault(t);
-    const prefix = `coffer-test-${randomBytes(6).toString('hex')}:`;
-    instances.push(await startInstance(t, redisUrl, prefix));
-    instances.push(await startInstance(t, redisUrl, prefix));
-  });
-  after(async () => {
-    redis?.kill('SIGKILL');
-    await Promise.all(instances.map((i) => i.process.stop()));
-    await t?.close();
-  });
+    before(async () => {
+      if (spawnSync('redis-server', ['--version']).status !== 0) {
+        missing = 'The redis-server binary';
+        return;
+      }
+      const port = await freePort();
+      redisUrl = `redis://127.0.0.1:${port}`;
+      redis = startRedis(port);
+      await until(async () => ((await reachable(redisUrl)) ? true : null), 'the private Redis');
+      missing = await prerequisites(redisUrl);
+      if (missing) return;
+      ensureBuilt();
+      t = await startTestApp('postgres');
+      project = await projectWithVault(t);
+      const prefix = `coffer-test-${randomBytes(6).toString('hex')}:`;
+      instances.push(await startInstance(t, redisUrl, prefix));
+      instances.push(await startInstance(t, redisUrl, prefix));
+    });
+    after(async () => {
+      redis?.kill('SIGKILL');
+      await Promise.all(instances.map((i) => i.process.stop()));
+      await t?.close();
+    });
 
-  it('reads stay correct, writes to projects wait for Redis, and both come back', async (context) => {
-    if (missing) return serviceMissing(context, missing);
-    const env = project.env.staging;
-    const [a, b] = instances as [Instance, Instance];
-    const admin = { cookie: project.admin.cookie, origin: new URL(a.url).origin };
-    const adminB = { cookie: project.admin.cookie };
-    const path = secretsUrl(project, env.slug, '/DB_PASSWORD');
-    // Envelopes are random (a fresh nonce each): each value is sealed once.
-    const sealed = new Map<string, string>();
-    const seal = (value: string) => {
-      if (!sealed.has(value)) sealed.set(value, envelope(project, env.id, 'DB_PASSWORD', value));
-      return sealed.get(value)!;
-    };
-    const write = (value: string) => call(a, 'PUT', path, { ...admin }, { value: seal(value) });
-    const readOnB = async () =>
-      (await call(b, 'GET', path, adminB)).data?.data?.value as string | undefined;
+    it('reads stay correct, writes to projects wait for Redis, and both come back', async (context) => {
+      if (missing) return serviceMissing(context, missing);
+      const env = project.env.staging;
+      const [a, b] = instances as [Instance, Instance];
+      const admin = { cookie: project.admin.cookie, origin: new URL(a.url).origin };
+      const adminB = { cookie: project.admin.cookie };
+      const path = secretsUrl(project, env.slug, '/DB_PASSWORD');
+      // Envelopes are random (a fresh nonce each): each value is sealed once.
+      const sealed = new Map<string, string>();
+      const seal = (value: string) => {
+        if (!sealed.has(value)) sealed.set(value, envelope(project, env.id, 'DB_PASSWORD', value));
+        return sealed.get(value)!;
+      };
+      const write = (value: string) => call(a, 'PUT', path, { ...admin }, { value: seal(value) });
+      const readOnB = async () =>
+        (await call(b, 'GET', path, adminB)).data?.data?.value as string | undefined;
 
-    assert.equal((await write('first')).status, 201);
-    assert.equal(await readOnB(), seal('first'));
+      assert.equal((await write('first')).status, 201);
+      assert.equal(await readOnB(), seal('first'));
 
-    const stopped = new Promise((resolve) => redis!.once('exit', resolve));
-    redis!.kill('SIGKILL');
-    await stopped;
+      const stopped = new Promise((resolve) => redis!.once('exit', resolve));
+      redis!.kill('SIGKILL');
+      await stopped;
 
-    // B answers from the database, and says so once.
-    for (let i = 0; i < 5; i++) assert.equal(await readOnB(), seal('first'));
-    const during = await metrics(b);
-    assert.equal(metricOf(during, 'coffer_read_cache_degraded'), 1);
-    assert.ok(metricOf(during, 'coffer_read_cache_fallbacks_total') >= 5);
-    const warnings = b.process
-      .logs()
-      .filter((l) => l.msg?.startsWith('read caches: Redis unreachable'));
-    assert.equal(warnings.length, 1, 'one warning per outage');
+      // B answers from the database, and says so once.
+      for (let i = 0; i < 5; i++) assert.equal(await readOnB(), seal('first'));
+      const during = await metrics(b);
+      assert.equal(metricOf(during, 'coffer_read_cache_degraded'), 1);
+      assert.ok(metricOf(during, 'coffer_read_cache_fallbacks_total') >= 5);
+      const warnings = b.process
+        .logs()
+        .filter((l) => l.msg?.startsWith('read caches: Redis unreachable'));
+      assert.equal(warnings.length, 1, 'one warning per outage');
 
-    // A write A cannot announce is refused before anything is written.
-    const refused = await write('second');
-    assert.equal(refused.status, 503, refused.text);
-    assert.equal(refused.data?.error?.code, 'service_unavailable');
-    assert.equal(await readOnB(), seal('first'));
+      // A write A cannot announce is refused before anything is written.
+      const refused = await write('second');
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.data?.error?.code, 'service_unavailable');
+      assert.equal(await readOnB(), seal('first'));
 
-    // Redis back (empty): writes go through and B sees them at once.
-    redis = startRedis(Number(new URL(redisUrl).port));
-    await until(async () => {
-      const res = await write('third');
-      return res.status === 200 ? res : null;
-    }, 'writes to be accepted again');
-    assert.equal(await readOnB(), seal('third'));
-    await until(
-      async () => (metricOf(await metrics(b), 'coffer_read_cache_degraded') === 0 ? true : null),
-      'B to use Redis again',
-    );
-    assert.ok(
-      b.process.logs().some((l) => l.msg?.startsWith('read caches: Redis is reachable again')),
-    );
-  });
-});
+      // Redis back (empty): writes go through and B sees them at once.
+      redis = startRedis(Number(new URL(redisUrl).port));
+      await until(async () => {
+        const res = await write('third');
+        return res.status === 200 ? res : null;
+      }, 'writes to be accepted again');
+      assert.equal(await readOnB(), seal('third'));
+      await until(
+        async () => (metricOf(await metrics(b), 'coffer_read_cache_degraded') === 0 ? true : null),
+        'B to use Redis again',
+      );
+      assert.ok(
+        b.process.logs().some((l) => l.msg?.startsWith('read caches: Redis is reachable again')),
+      );
+    });
+  },
+);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { createTestDb, POSTGRES_URL, type TestDb } from '../support/db.js';
+import { createTestDb, onlyOn, POSTGRES_URL, type TestDb } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { as, dataOf, eventually } from '../support/http.js';
 import { signUp, type TestUser } from '../support/users.js';
@@ -18,7 +18,7 @@ const ENV = {
 // database: both workers poll every 10 ms and race for the same queues. Each
 // queue is claimed by one of them at a time, so every delivery is sent once
 // and in order.
-describe('webhooks on two instances sharing PostgreSQL', () => {
+describe('webhooks on two instances sharing PostgreSQL', onlyOn('postgres'), () => {
   let testDb: TestDb | null = null;
   let second: Db | null = null;
   let a: TestApp;
