@@ -32,12 +32,30 @@ function nodeModulesOf(name, dir) {
   }
 }
 
+// Registry packages are bundled in (shared chunks, so once per run), as in the
+// server's own build: a process then reads a few files instead of hundreds of
+// modules. These stay external: native addons and binaries, packages that load
+// files next to their own (WebAssembly, browsers), and tools loaded lazily.
+const EXTERNAL = new Set([
+  'better-sqlite3',
+  'esbuild',
+  '@electric-sql/pglite',
+  'playwright-core',
+  'typescript',
+  'openapi-typescript',
+  'prettier',
+  'undici',
+  'vite',
+]);
+
 const sourcePlugin = {
   name: 'coffer-test-sources',
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, (args) => {
       if (args.path.startsWith('@coffer/') || args.kind === 'entry-point') return undefined;
       if (args.path.startsWith('node:')) return { path: args.path, external: true };
+      if (process.env.TEST_BUNDLE_DEPENDENCIES !== '0' && !EXTERNAL.has(packageName(args.path)))
+        return undefined;
       const found = nodeModulesOf(packageName(args.path), args.resolveDir);
       if (found && found !== join(root, 'node_modules')) {
         const resolved = createRequire(join(args.resolveDir, 'index.js')).resolve(args.path);
@@ -94,6 +112,10 @@ export async function compileTests(files) {
     keepNames: true,
     sourcemap: true,
     logLevel: 'warning',
+    // The CommonJS packages bundled in call require() for Node's own modules.
+    banner: {
+      js: "import { createRequire as __cofferRequire } from 'node:module'; const require = __cofferRequire(import.meta.url);",
+    },
     plugins: [sourcePlugin],
   });
   return {

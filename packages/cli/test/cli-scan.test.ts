@@ -34,7 +34,7 @@ import {
   write,
 } from './support/scan-fixtures.js';
 
-const require = createRequire(import.meta.url);
+const requireHere = createRequire(import.meta.url);
 
 /** What the test uses of ajv 6 (draft-04, the version of the published SARIF 2.1.0 schema). */
 interface SchemaValidator {
@@ -356,10 +356,12 @@ describe('coffer scan', () => {
         }[];
       }[];
     };
-    const Ajv = require('ajv') as new (options: object) => SchemaValidator;
+    const Ajv = requireHere('ajv') as new (options: object) => SchemaValidator;
     const ajv = new Ajv({ schemaId: 'auto', allErrors: true });
-    ajv.addMetaSchema(require('ajv/lib/refs/json-schema-draft-04.json') as object);
-    const schema = require('@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json') as object;
+    ajv.addMetaSchema(requireHere('ajv/lib/refs/json-schema-draft-04.json') as object);
+    const schema = requireHere(
+      '@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json',
+    ) as object;
     const valid = ajv.validate(schema, sarif);
     assert.ok(valid, ajv.errorsText(ajv.errors));
     const results = sarif.runs[0]!.results;

@@ -48,7 +48,7 @@ const ARTEFACTS = join(ROOT, '.coffer-test/screenshots');
 const DOCS_SCREENSHOTS = join(ROOT, 'docs/screenshots');
 export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;
 
-const require = createRequire(import.meta.url);
+const requireHere = createRequire(import.meta.url);
 const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 function newest(path: string): number {
@@ -375,7 +375,7 @@ export class Visitor {
   }
 }
 
-const axeSource = (require('axe-core') as { source: string }).source;
+const axeSource = (requireHere('axe-core') as { source: string }).source;
 
 interface AxeResult {
   violations: {
