@@ -121,7 +121,8 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
  */
 async function connectRedis(url: string) {
   // Loaded only when configured: a single-box server never holds ioredis.
-  const { Redis } = await import('ioredis');
+  // Through `default` (module.exports), as in http/tls.ts.
+  const { Redis } = (await import('ioredis')).default;
   const client = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,

@@ -77,7 +77,9 @@ export async function loadTls(config: Config): Promise<TlsMaterial | null> {
     ],
   };
   // Loaded only to make a certificate: node-forge is large and a running server never needs it again.
-  const { generate } = await import('selfsigned');
+  // Through `default` (module.exports): a bundle split into chunks gives a
+  // CommonJS package's default only, where Node also names its exports.
+  const { generate } = (await import('selfsigned')).default;
   const pems = generate([{ name: 'commonName', value: publicHost }], options);
   writeFileSync(keyFile, pems.private, { mode: 0o600 });
   writeFileSync(certFile, pems.cert, { mode: 0o644 });
