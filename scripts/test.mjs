@@ -8,7 +8,9 @@
 //   source (scripts/test-compile.mjs), so no file pays for a TypeScript loader in its
 //   own process (TEST_TRANSPILE=tsx runs the sources through tsx instead);
 // - a migrated database of each dialect is made once (the server's test harness,
-//   packages/server/test/support/template-db.ts); each test database is a copy of it.
+//   packages/server/test/support/template-db.ts); each test database is a copy of it;
+// - with browser test files among them, one Chromium is started for all of them
+//   (TEST_SHARED_BROWSER=0: each file launches its own).
 // Files run longest first (times of the last measured run, scripts/test-times.json),
 // TEST_CONCURRENCY at once (default: one more than the cores, 3 on CI's two). TEST_TIMES=1 writes each file's time to
 // test-times.json (TEST_TIMES=<path> elsewhere) and prints the slowest.
@@ -102,6 +104,10 @@ async function main() {
     Object.assign(env, template.env);
   }
 
+  // One Chromium for the run's browser test files (each connects to it and opens
+  // contexts of its own) instead of one launched per file.
+  const browser = await sharedBrowser(files, env);
+
   const order = new Map(longestFirst(files).map((file, index) => [file, index]));
   const ordered = files
     .map((file, index) => ({ file, path: run[index] }))
@@ -123,11 +129,30 @@ async function main() {
   const code = await new Promise((resolve) =>
     child.on('exit', (status, signal) => resolve(signal ? 1 : (status ?? 1))),
   );
+  await browser?.close();
   if (template) {
     spawnSync(process.execPath, [...templateScript, 'drop'], { cwd: root, env, stdio: 'inherit' });
   }
   if (compiledDir) rmSync(compiledDir, { recursive: true, force: true });
   process.exit(code);
+}
+
+/**
+ * Starts Chromium for the browser test files among `files` and points them at it
+ * (`COFFER_TEST_BROWSER_WS` in `env`), unless there are none, Chromium is not
+ * installed (the files report themselves skipped), or `TEST_SHARED_BROWSER=0`.
+ */
+async function sharedBrowser(files, env) {
+  if (process.env.TEST_SHARED_BROWSER === '0' || env.COFFER_TEST_BROWSER_WS) return null;
+  if (!files.some((f) => f.startsWith('packages/web/'))) return null;
+  const options = JSON.parse(
+    readFileSync(join(root, 'packages/web/test/support/chromium.json'), 'utf8'),
+  );
+  if (!existsSync(options.executablePath)) return null;
+  const { chromium } = await import('playwright-core');
+  const server = await chromium.launchServer(options);
+  env.COFFER_TEST_BROWSER_WS = server.wsEndpoint();
+  return server;
 }
 
 /** In a process started with the files' own flags (they pass to each file's process). */

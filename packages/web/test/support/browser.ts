@@ -43,7 +43,10 @@ import { startPublicServer } from '../../../server/test/foundation/server-proces
 export const ROOT = new URL('../../../../', import.meta.url).pathname;
 const SERVER = join(ROOT, 'packages/server/dist/main.js');
 const WEB_DIST = join(ROOT, 'packages/web/dist/index.html');
-export const CHROMIUM = '/usr/bin/chromium';
+const LAUNCH_OPTIONS = JSON.parse(
+  readFileSync(new URL('./chromium.json', import.meta.url), 'utf8'),
+) as { executablePath: string; headless: boolean; args: string[] };
+export const CHROMIUM = LAUNCH_OPTIONS.executablePath;
 const ARTEFACTS = join(ROOT, '.coffer-test/screenshots');
 const DOCS_SCREENSHOTS = join(ROOT, 'docs/screenshots');
 export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;
@@ -260,20 +263,17 @@ export async function startCofferAndBrowser(
   throw coffer.status === 'rejected' ? coffer.reason : (browser as PromiseRejectedResult).reason;
 }
 
-/** Headless Chromium with nothing that phones home; one per test file. */
+/**
+ * Headless Chromium with nothing that phones home (chromium.json, which the test
+ * runner reads too). Under `npm test` the runner starts one for the whole run
+ * and each test file connects to it (`COFFER_TEST_BROWSER_WS`): its contexts are
+ * its own, and closing it closes them and disconnects. A file run on its own
+ * launches one.
+ */
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  const shared = process.env.COFFER_TEST_BROWSER_WS;
+  if (shared) return chromium.connect(shared);
+  return chromium.launch(LAUNCH_OPTIONS);
 }
 
 const DESKTOP = { width: 1280, height: 800 };
