@@ -17,10 +17,10 @@ import {
   type SecretScope,
 } from '@coffer/sdk';
 import { openSqlite } from '../../src/db/sqlite-driver.js';
-import { onlyOn, POSTGRES_URL } from '../support/db.js';
+import { onlyOn } from '../support/db.js';
 import { TEST_KDF_COST } from '../support/users.js';
 import { ensureCommandBuilt, SERVER_COMMAND } from '../support/command.js';
-import { serviceMissing, startServerProcess, type ServerProcess } from './server-process.js';
+import { realPostgres, startServerProcess, type ServerProcess } from './server-process.js';
 
 /** Plain HTTP on localhost (the SDK allows it), as behind a TLS-terminating proxy. */
 const ENV = {
@@ -218,21 +218,18 @@ describe('backup and restore (SQLite, real server process)', onlyOn('sqlite'), (
 
 describe('PostgreSQL: pg_dump -Fc and pg_restore (real server process)', onlyOn('postgres'), () => {
   it('a restored dump serves every secret back through the SDK', async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
+    const base = realPostgres(t);
+    if (!base) return;
     ensureCommandBuilt();
     const suffix = `${process.pid}_${Date.now()}`;
     const source = `coffer_dump_src_${suffix}`;
     const target = `coffer_dump_dst_${suffix}`;
-    const base = POSTGRES_URL;
     const urlOf = (name: string) => {
       const url = new URL(base);
       url.pathname = `/${name}`;
       return url.toString();
     };
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    const admin = new pg.Client({ connectionString: base });
     await admin.connect();
     const dir = mkdtempSync(join(tmpdir(), 'coffer-pgdump-'));
     try {

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { prepareSignUp, ready } from '@coffer/sdk';
-import { createTestDb, onlyOn, POSTGRES_URL } from '../support/db.js';
+import { createTestDb, onlyOn } from '../support/db.js';
 import { TEST_KDF_COST } from '../support/users.js';
-import { send, serviceMissing, startServerProcess, type ServerProcess } from './server-process.js';
+import { send, realPostgres, startServerProcess, type ServerProcess } from './server-process.js';
 
 const ENV = {
   KDF_MIN_OPS: '1',
@@ -103,10 +103,7 @@ describe('durability: acknowledged writes survive kill -9 (real process)', () =>
   });
 
   it('PostgreSQL (DATABASE_URL)', onlyOn('postgres'), async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
+    if (!realPostgres(t)) return;
     const database = await createTestDb('postgres');
     try {
       await survivesKill({ DATABASE_URL: database.databaseUrl! }, database.dataDir);

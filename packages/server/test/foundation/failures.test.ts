@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { DIALECTS, onlyOn, POSTGRES_URL } from '../support/db.js';
+import { DIALECTS, onlyOn } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { signUp } from '../support/users.js';
 import { createProject } from '../support/projects.js';
 import { insertBearer } from './credentials.js';
 import { LogCapture } from './log-capture.js';
-import { serviceMissing } from './server-process.js';
+import { realPostgres } from './server-process.js';
 
 /** What a 500 body may say: nothing but the generic message and the request id. */
 function assertGeneric500(res: TestResponse): void {
@@ -97,11 +97,9 @@ for (const dialect of DIALECTS) {
 
 describe('PostgreSQL connections ended by the server', onlyOn('postgres'), () => {
   it('a terminated idle connection neither crashes the process nor fails later requests', async (t) => {
-    if (!POSTGRES_URL) {
-      // PGlite runs in-process: it has no connections a server could end.
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
+    // PGlite runs in-process: it has no connections a server could end.
+    const url = realPostgres(t);
+    if (!url) return;
     const app = await startTestApp('postgres');
     t.after(() => app.close());
     const user = await signUp(app);
@@ -110,7 +108,7 @@ describe('PostgreSQL connections ended by the server', onlyOn('postgres'), () =>
       200,
     );
     // What a PostgreSQL restart or an operator's pg_terminate_backend does to idle connections.
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const database = new URL(app.testDb.databaseUrl!).pathname.slice(1);
     const { rows } = await admin.query(

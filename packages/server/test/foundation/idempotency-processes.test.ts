@@ -5,8 +5,8 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createTestDb, onlyOn, POSTGRES_URL } from '../support/db.js';
-import { serviceMissing, startServerProcess, type ServerProcess } from './server-process.js';
+import { createTestDb, onlyOn } from '../support/db.js';
+import { realPostgres, startServerProcess, type ServerProcess } from './server-process.js';
 import {
   createProject,
   projectNames,
@@ -136,10 +136,7 @@ describe('idempotency keys against real server processes', () => {
     `PostgreSQL: kill -9 during keyed writes (${KILLS} times), then every key retried`,
     onlyOn('postgres'),
     async (t) => {
-      if (!POSTGRES_URL) {
-        serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-        return;
-      }
+      if (!realPostgres(t)) return;
       const database = await createTestDb('postgres');
       try {
         await killedBetweenCommitAndAnswer(
@@ -157,10 +154,7 @@ describe('idempotency keys against real server processes', () => {
     'PostgreSQL, two instances: the same write through both is executed once and answered identically',
     onlyOn('postgres'),
     async (t) => {
-      if (!POSTGRES_URL) {
-        serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-        return;
-      }
+      if (!realPostgres(t)) return;
       const database = await createTestDb('postgres');
       const dataA = mkdtempSync(join(tmpdir(), 'coffer-instance-a-'));
       const dataB = mkdtempSync(join(tmpdir(), 'coffer-instance-b-'));

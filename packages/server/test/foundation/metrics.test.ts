@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { onlyOn, POSTGRES_URL } from '../support/db.js';
+import { onlyOn } from '../support/db.js';
 import { projectWithVault } from '../support/vault.js';
 import { secretsUrl } from '../secrets/fixtures.js';
-import { send, serviceMissing, startServerProcess } from './server-process.js';
+import { send, realPostgres, startServerProcess } from './server-process.js';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -214,10 +214,7 @@ describe('metrics with METRICS_PORT (real process)', () => {
 
 describe('metrics on PostgreSQL', () => {
   it('export the pool: total, idle and waiting', onlyOn('postgres'), async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
+    if (!realPostgres(t)) return;
     const app = await startTestApp('postgres', { env: { METRICS_TOKEN: TOKEN } });
     try {
       await app.request({ method: 'GET', url: '/readyz' });

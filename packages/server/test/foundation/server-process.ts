@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { TLSSocket } from 'node:tls';
+import { POSTGRES_URL } from '../support/db.js';
 
 const root = new URL('../../../../', import.meta.url).pathname;
 export const SERVER_MAIN = join(root, 'packages/server/dist/main.js');
@@ -321,6 +322,15 @@ export async function reachable(url: string): Promise<boolean> {
     socket.once('error', () => resolve(false));
     socket.once('timeout', () => (socket.destroy(), resolve(false)));
   });
+}
+
+/**
+ * The real PostgreSQL server's URL (`COFFER_TEST_DATABASE_URL`) for a test that
+ * needs it; without one, null after `serviceMissing`, and the caller returns.
+ */
+export function realPostgres(t: TestContext): string | null {
+  if (!POSTGRES_URL) serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
+  return POSTGRES_URL;
 }
 
 /**

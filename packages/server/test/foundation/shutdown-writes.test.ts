@@ -4,8 +4,8 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createTestDb, onlyOn, POSTGRES_URL } from '../support/db.js';
-import { serviceMissing, startServerProcess } from './server-process.js';
+import { createTestDb, onlyOn } from '../support/db.js';
+import { realPostgres, startServerProcess } from './server-process.js';
 import {
   createProject,
   projectNames,
@@ -157,10 +157,7 @@ describe('SIGTERM with 20 writes in flight: every request received is answered (
   });
 
   it(`PostgreSQL, ${ROUNDS} rounds`, onlyOn('postgres'), async (t) => {
-    if (!POSTGRES_URL) {
-      serviceMissing(t, 'A real PostgreSQL server (COFFER_TEST_DATABASE_URL)');
-      return;
-    }
+    if (!realPostgres(t)) return;
     const database = await createTestDb('postgres');
     try {
       await shutdownRounds(t, { DATABASE_URL: database.databaseUrl! }, database.dataDir);
