@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { REQUIRE_BANNER } from './require-banner.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const pkg = (dir) => JSON.parse(readFileSync(`${root}packages/${dir}/package.json`, 'utf8'));
@@ -27,9 +28,7 @@ const common = {
   conditions: ['development'],
   sourcemap: true,
   logLevel: 'warning',
-  banner: {
-    js: "import { createRequire as __cofferRequire } from 'node:module'; const require = __cofferRequire(import.meta.url);",
-  },
+  banner: { js: REQUIRE_BANNER },
 };
 
 // The server's registry dependencies are bundled in, except native addons: its
@@ -127,7 +126,10 @@ await Promise.all([
           : {}),
         entryPoints: [`${root}packages/${t.dir}/${t.entry}`],
         outfile: `${root}packages/${t.dir}/${t.out}`,
-        external: t.dir === 'server' ? NATIVE : [...externalsOf(t.dir), ...externalsOf('sdk')],
+        external:
+          t.dir === 'server'
+            ? NATIVE
+            : [...externalsOf(t.dir), ...(t.dir === 'cli' ? externalsOf('sdk') : [])],
         ...(t.shebang ? { banner: { js: `#!/usr/bin/env node\n${common.banner.js}` } } : {}),
         // `coffer --version` prints the version of the CLI's package.json.
         ...(t.dir === 'cli'

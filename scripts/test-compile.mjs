@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { REQUIRE_BANNER } from './require-banner.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const CACHE = join(root, 'node_modules/.cache/coffer-tests');
@@ -113,9 +114,7 @@ export async function compileTests(files) {
     sourcemap: true,
     logLevel: 'warning',
     // The CommonJS packages bundled in call require() for Node's own modules.
-    banner: {
-      js: "import { createRequire as __cofferRequire } from 'node:module'; const require = __cofferRequire(import.meta.url);",
-    },
+    banner: { js: REQUIRE_BANNER },
     plugins: [sourcePlugin],
   });
   return {
