@@ -13,9 +13,11 @@
 //   (TEST_SHARED_BROWSER=0: each file launches its own).
 // Files run longest first (times of the last measured run, scripts/test-times.json),
 // TEST_CONCURRENCY at once (default: one more than the cores, 3 on CI's two). TEST_TIMES=1 writes each file's time to
-// test-times.json (TEST_TIMES=<path> elsewhere) and prints the slowest.
+// test-times.json (TEST_TIMES=<path> elsewhere), with the CPU seconds of each file's
+// processes, and prints the slowest.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -114,7 +116,11 @@ async function main() {
     .sort((a, b) => order.get(a.file) - order.get(b.file))
     .map((entry) => entry.path);
 
-  const child = spawn(process.execPath, [...execArgv, join(root, 'scripts/test.mjs')], {
+  // With TEST_TIMES, each file's process also reports its CPU (scripts/test-cpu.cjs).
+  const cpuLog = process.env.TEST_TIMES ? join(tmpdir(), `coffer-test-cpu-${process.pid}.jsonl`) : null;
+  const fileArgv = cpuLog ? [...execArgv, '--require', join(root, 'scripts/test-cpu.cjs')] : execArgv;
+  if (cpuLog) env.COFFER_TEST_CPU_LOG = cpuLog;
+  const child = spawn(process.execPath, [...fileArgv, join(root, 'scripts/test.mjs')], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: {
@@ -134,6 +140,7 @@ async function main() {
     spawnSync(process.execPath, [...templateScript, 'drop'], { cwd: root, env, stdio: 'inherit' });
   }
   if (compiledDir) rmSync(compiledDir, { recursive: true, force: true });
+  if (cpuLog) rmSync(cpuLog, { force: true });
   process.exit(code);
 }
 
