@@ -131,8 +131,12 @@ async function main() {
     .map((entry) => entry.path);
 
   // With TEST_TIMES, each file's process also reports its CPU (scripts/test-cpu.cjs).
-  const cpuLog = process.env.TEST_TIMES ? join(tmpdir(), `coffer-test-cpu-${process.pid}.jsonl`) : null;
-  const fileArgv = cpuLog ? [...execArgv, '--require', join(root, 'scripts/test-cpu.cjs')] : execArgv;
+  const cpuLog = process.env.TEST_TIMES
+    ? join(tmpdir(), `coffer-test-cpu-${process.pid}.jsonl`)
+    : null;
+  const fileArgv = cpuLog
+    ? [...execArgv, '--require', join(root, 'scripts/test-cpu.cjs')]
+    : execArgv;
   if (cpuLog) env.COFFER_TEST_CPU_LOG = cpuLog;
   const child = spawn(process.execPath, [...fileArgv, join(root, 'scripts/test.mjs')], {
     cwd: root,
