@@ -16,7 +16,7 @@ import {
   startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
-import { eventually, expect } from './support/expect.js';
+import { eventually, expect, expectTitle } from './support/expect.js';
 import {
   addSecret,
   cell,
@@ -461,7 +461,7 @@ test('audit log: sentences with names, actor once per group, action picker, filt
   const a = adminVisitor.page;
   await failed(adminVisitor, 'audit', async () => {
     await openTab(a, 'Audit');
-    assert.equal(await a.title(), `Audit · Payments · Coffer`);
+    await expectTitle(a, `Audit · Payments · Coffer`);
     const events = a.getByRole('list', { name: 'Audit events' }).getByRole('listitem');
     await expect(events.first()).toBeVisible();
     const times = await a

@@ -15,7 +15,7 @@ import {
   startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
-import { expect } from './support/expect.js';
+import { expect, expectTitle } from './support/expect.js';
 import { cell, grid, revealedValue, signIn, unlock } from './support/flows.js';
 import { seedAccount, seedProject, type Seeded } from './support/seed.js';
 
@@ -140,13 +140,13 @@ test('a title per screen, one content column on every tab, a tab strip that scro
     const main = page.getByRole('navigation', { name: 'Main' });
     await main.getByRole('link', { name: 'Projects' }).click();
     await expect(page.getByRole('link', { name: 'Inventory', exact: true })).toBeVisible();
-    assert.equal(await page.title(), 'Projects · Coffer');
+    await expectTitle(page, 'Projects · Coffer');
     await main.getByRole('link', { name: 'Account' }).click();
     await expect(page.getByRole('heading', { name: 'Account', level: 1 })).toBeVisible();
-    assert.equal(await page.title(), 'Account · Coffer');
+    await expectTitle(page, 'Account · Coffer');
     await main.getByRole('link', { name: 'Invitations' }).click();
     await expect(page.getByRole('heading', { name: 'Invitations', level: 1 })).toBeVisible();
-    assert.equal(await page.title(), 'Invitations · Coffer');
+    await expectTitle(page, 'Invitations · Coffer');
     await main.getByRole('link', { name: 'Projects' }).click();
     await page.getByRole('link', { name: 'Inventory', exact: true }).click();
 
@@ -223,7 +223,7 @@ test('theme: light, dark or the system, chosen in the header and kept across rel
     // Kept across a reload, from the unlock screen on.
     await page.reload();
     await expect(page.getByRole('heading', { name: 'Unlock Coffer' })).toBeVisible();
-    assert.equal(await page.title(), 'Unlock · Coffer');
+    await expectTitle(page, 'Unlock · Coffer');
     assert.equal(await background(page), DARK);
     await unlock(page, owner);
     await expect(theme).toHaveValue('dark');

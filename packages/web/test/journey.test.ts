@@ -19,7 +19,7 @@ import {
   startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
-import { expect } from './support/expect.js';
+import { expect, expectTitle } from './support/expect.js';
 import {
   addSecret,
   browserStorage,
@@ -69,11 +69,11 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     await visitor.goto('/');
     await page.waitForURL(/\/signin$/);
     await expect(page.getByRole('heading', { name: 'Sign in to Coffer' })).toBeVisible();
-    assert.equal(await page.title(), 'Sign in · Coffer');
+    await expectTitle(page, 'Sign in · Coffer');
     if (options.pages) await mainPage(page, 'sign-in');
     await page.getByRole('link', { name: 'Create an account' }).click();
     await expect(page.getByRole('heading', { name: 'Create your Coffer account' })).toBeVisible();
-    assert.equal(await page.title(), 'Create account · Coffer');
+    await expectTitle(page, 'Create account · Coffer');
     if (options.pages) await mainPage(page, 'sign-up');
 
     // The recovery key, shown once; Continue waits for the confirmation.
@@ -83,7 +83,7 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
     if (options.pages) await mainPage(page, 'recovery-key');
     await confirmRecoveryKey(page);
     await expect(page.getByRole('heading', { name: 'Create your first project' })).toBeVisible();
-    assert.equal(await page.title(), 'Projects · Coffer');
+    await expectTitle(page, 'Projects · Coffer');
     if (options.pages) await mainPage(page, 'projects-empty');
 
     const projectId = await createProject(page, 'Storefront');

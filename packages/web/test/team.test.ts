@@ -25,7 +25,7 @@ import {
   startCofferAndBrowser,
   type Coffer,
 } from './support/browser.js';
-import { expect } from './support/expect.js';
+import { expect, expectTitle } from './support/expect.js';
 import {
   cell,
   confirmRecoveryKey,
@@ -209,7 +209,7 @@ test('invitation: e-mail link, sign-up with the token, accept, wait for the key,
     // Accepted, the page is one of the app's: its header leads on.
     await expect(page.getByRole('link', { name: 'Open Payments' })).toBeVisible();
     await expect(page.getByRole('banner').getByRole('navigation', { name: 'Main' })).toBeVisible();
-    assert.equal(await page.title(), 'Your invitation · Coffer');
+    await expectTitle(page, 'Your invitation · Coffer');
     await mainPage(page, 'invitation-accepted');
     await page.getByRole('link', { name: 'Open Payments' }).click();
     await page.waitForURL(new RegExp(`/projects/${projectId}$`));

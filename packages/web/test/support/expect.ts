@@ -148,3 +148,15 @@ export async function eventually<T>(
   );
   return last!;
 }
+
+/** The page's title, once it is `expected` (a title follows the screen's render, not its URL). */
+export async function expectTitle(page: Page, expected: string, o: Options = {}): Promise<void> {
+  await poll(
+    `the page's title to be ${expected}`,
+    async () => {
+      const title = await page.title();
+      return { ok: title === expected, saw: title };
+    },
+    o.timeout,
+  );
+}
