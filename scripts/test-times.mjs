@@ -1,7 +1,7 @@
 // Each test file's time (its process's wall time: start, load, tests, exit), from
 // the events of node's test runner, and its CPU seconds: its own process's and those
-// of the processes it started (servers, CLI commands), from scripts/test-cpu.cjs. scripts/test.mjs records them when TEST_TIMES is
-// set: TEST_TIMES=1 writes test-times.json (slowest first), TEST_TIMES=<path> writes
+// of the processes it started (servers, CLI commands), from scripts/test-cpu.mjs.
+// scripts/test.mjs records them when TEST_TIMES is set: TEST_TIMES=1 writes test-times.json (slowest first), TEST_TIMES=<path> writes
 // there, and the ten slowest files are printed after the run. scripts/test-times.json
 // is such a record; the runner starts the longest files first from it.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -55,7 +55,7 @@ export function recordTimes(stream, sources, out) {
   });
 }
 
-/** CPU seconds per test file (own + children), from the lines scripts/test-cpu.cjs appended. */
+/** CPU seconds per test file (own + children), from the lines scripts/test-cpu.mjs appended. */
 function readCpu(sources) {
   const cpu = new Map();
   const log = process.env.COFFER_TEST_CPU_LOG;

@@ -130,12 +130,12 @@ async function main() {
     .sort((a, b) => order.get(a.file) - order.get(b.file))
     .map((entry) => entry.path);
 
-  // With TEST_TIMES, each file's process also reports its CPU (scripts/test-cpu.cjs).
+  // With TEST_TIMES, each file's process also reports its CPU (scripts/test-cpu.mjs).
   const cpuLog = process.env.TEST_TIMES
     ? join(tmpdir(), `coffer-test-cpu-${process.pid}.jsonl`)
     : null;
   const fileArgv = cpuLog
-    ? [...execArgv, '--require', join(root, 'scripts/test-cpu.cjs')]
+    ? [...execArgv, '--import', join(root, 'scripts/test-cpu.mjs')]
     : execArgv;
   if (cpuLog) env.COFFER_TEST_CPU_LOG = cpuLog;
   const child = spawn(process.execPath, [...fileArgv, join(root, 'scripts/test.mjs')], {
@@ -170,12 +170,14 @@ async function main() {
 async function sharedBrowser(files, env) {
   if (process.env.TEST_SHARED_BROWSER === '0' || env.COFFER_TEST_BROWSER_WS) return null;
   if (!files.some((f) => f.startsWith('packages/web/'))) return null;
-  const options = JSON.parse(
+  // The first of the listed executables that is installed (see chromium.json).
+  const { executables, ...options } = JSON.parse(
     readFileSync(join(root, 'packages/web/test/support/chromium.json'), 'utf8'),
   );
-  if (!existsSync(options.executablePath)) return null;
+  const executablePath = executables.find((path) => existsSync(path));
+  if (!executablePath) return null;
   const { chromium } = await import('playwright-core');
-  const server = await chromium.launchServer(options);
+  const server = await chromium.launchServer({ ...options, executablePath });
   env.COFFER_TEST_BROWSER_WS = server.wsEndpoint();
   return server;
 }

@@ -43,10 +43,15 @@ import { startPublicServer } from '../../../server/test/foundation/server-proces
 export const ROOT = new URL('../../../../', import.meta.url).pathname;
 const SERVER = join(ROOT, 'packages/server/dist/main.js');
 const WEB_DIST = join(ROOT, 'packages/web/dist/index.html');
-const LAUNCH_OPTIONS = JSON.parse(
+// chromium.json lists the executables in order of preference: Debian's
+// chromium-headless-shell (Chromium's own headless build: the same Blink and V8
+// without the browser's UI, a third less CPU for the browser tests), else its
+// chromium. The test runner reads it too (scripts/test.mjs).
+const { executables, ...launchOptions } = JSON.parse(
   readFileSync(new URL('./chromium.json', import.meta.url), 'utf8'),
-) as { executablePath: string; headless: boolean; args: string[] };
-export const CHROMIUM = LAUNCH_OPTIONS.executablePath;
+) as { executables: string[]; headless: boolean; args: string[] };
+export const CHROMIUM = executables.find((path) => existsSync(path)) ?? executables.at(-1)!;
+const LAUNCH_OPTIONS = { ...launchOptions, executablePath: CHROMIUM };
 const ARTEFACTS = join(ROOT, '.coffer-test/screenshots');
 const DOCS_SCREENSHOTS = join(ROOT, 'docs/screenshots');
 export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;

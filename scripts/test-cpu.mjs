@@ -2,8 +2,7 @@
 // at exit, appends the CPU seconds of the process and of the child processes it
 // started and reaped (servers, CLI commands; /proc/self/stat's utime, stime,
 // cutime, cstime) to COFFER_TEST_CPU_LOG, one JSON line per file.
-'use strict';
-const { appendFileSync, readFileSync } = require('node:fs');
+import { appendFileSync, readFileSync } from 'node:fs';
 
 const log = process.env.COFFER_TEST_CPU_LOG;
 const file = process.argv[1];
