@@ -1,10 +1,10 @@
-import { X509Certificate, generateKeyPairSync } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import type * as selfsigned from 'selfsigned';
 import type { Config } from '../config.js';
+import { selfSignedCertificate } from './self-signed.js';
 
 interface TlsMaterial {
   key: string;
@@ -51,40 +51,16 @@ export async function loadTls(config: Config): Promise<TlsMaterial | null> {
   const publicHost = new URL(config.publicUrl).hostname.replace(/^\[(.*)\]$/, '$1');
   const names = new Set(['localhost', ...(isIP(publicHost) ? [] : [publicHost])]);
   const ips = new Set(['127.0.0.1', '::1', ...(isIP(publicHost) ? [publicHost] : [])]);
-  const options: selfsigned.SelfsignedOptions & {
-    keyPair: { privateKey: string; publicKey: string };
-  } = {
+  const pems = selfSignedCertificate({
+    commonName: publicHost,
+    dnsNames: [...names],
+    ips: [...ips],
     days: 825,
-    // The key pair from Node's native crypto: generating it in JavaScript
-    // (selfsigned's default) takes seconds on a small machine.
-    keyPair: generateKeyPairSync('rsa', {
-      modulusLength: 2048,
-      publicKeyEncoding: { type: 'spki', format: 'pem' },
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-    }),
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: false },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      {
-        name: 'subjectAltName',
-        altNames: [
-          ...[...names].map((value) => ({ type: 2, value })),
-          ...[...ips].map((ip) => ({ type: 7, ip })),
-        ],
-      },
-    ],
-  };
-  // Loaded only to make a certificate: node-forge is large and a running server never needs it again.
-  // Through `default` (module.exports): a bundle split into chunks gives a
-  // CommonJS package's default only, where Node also names its exports.
-  const { generate } = (await import('selfsigned')).default;
-  const pems = generate([{ name: 'commonName', value: publicHost }], options);
-  writeFileSync(keyFile, pems.private, { mode: 0o600 });
+  });
+  writeFileSync(keyFile, pems.key, { mode: 0o600 });
   writeFileSync(certFile, pems.cert, { mode: 0o644 });
   return {
-    key: pems.private,
+    key: pems.key,
     cert: pems.cert,
     fingerprint: fingerprintOf(pems.cert),
     generated: true,

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createPublicKey, X509Certificate } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
-import * as selfsigned from 'selfsigned';
 import { send, startServerProcess, type ServerProcess } from './server-process.js';
 
 const SECURITY_HEADERS: Record<string, RegExp> = {
@@ -41,6 +41,28 @@ describe('HTTPS with a generated certificate (real process)', () => {
       server.output().stdout,
     );
     assert.match(server.url, /^https:\/\/localhost:\d+$/);
+  });
+
+  it('the certificate: ECDSA P-256, self-signed, for TLS servers, naming localhost, 127.0.0.1 and ::1', () => {
+    const cert = new X509Certificate(ca);
+    assert.equal(cert.publicKey.asymmetricKeyType, 'ec');
+    assert.equal(cert.publicKey.asymmetricKeyDetails?.namedCurve, 'prime256v1');
+    assert.ok(cert.verify(cert.publicKey), 'signed by its own key');
+    assert.equal(cert.issuer, cert.subject);
+    assert.equal(cert.ca, false);
+    assert.deepEqual(cert.keyUsage, ['1.3.6.1.5.5.7.3.1'], 'serverAuth');
+    assert.equal(cert.checkHost('localhost'), 'localhost');
+    assert.equal(cert.checkIP('127.0.0.1'), '127.0.0.1');
+    assert.equal(cert.checkIP('::1'), '::1');
+    assert.equal(cert.checkHost('example.com'), undefined);
+    const days = (Date.parse(cert.validTo) - Date.now()) / 86_400_000;
+    assert.ok(days > 824 && days <= 825, `valid for ${days} more days`);
+    assert.ok(Date.parse(cert.validFrom) <= Date.now(), 'already valid');
+    // The private key is the certificate's, and only its owner reads it.
+    assert.ok(
+      createPublicKey(readFileSync(join(dataDir, 'tls/key.pem'), 'utf8')).equals(cert.publicKey),
+    );
+    assert.equal(statSync(join(dataDir, 'tls/key.pem')).mode & 0o777, 0o600);
   });
 
   it('serves the API over TLS that verifies against that certificate, for localhost and 127.0.0.1', async () => {
@@ -141,14 +163,32 @@ describe('HTTPS with configured certificate files (real process)', () => {
   let server: ServerProcess;
   let cert: string;
   before(async () => {
-    const pems = selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-      days: 2,
-      keySize: 2048,
-      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }] }],
-    });
-    cert = pems.cert;
-    writeFileSync(join(dataDir, 'operator-cert.pem'), pems.cert);
-    writeFileSync(join(dataDir, 'operator-key.pem'), pems.private);
+    // An operator's certificate as tools make them: RSA, by OpenSSL.
+    const keyFile = join(dataDir, 'operator-key.pem');
+    const certFile = join(dataDir, 'operator-cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+        '-keyout',
+        keyFile,
+        '-out',
+        certFile,
+      ],
+      { stdio: 'ignore' },
+    );
+    cert = readFileSync(certFile, 'utf8');
+    assert.equal(new X509Certificate(cert).publicKey.asymmetricKeyType, 'rsa');
     server = await startServerProcess({
       DATA_DIR: join(dataDir, 'data'),
       TLS_CERT_FILE: join(dataDir, 'operator-cert.pem'),
