@@ -110,20 +110,26 @@ interface Ceilings {
   tinyRps: number;
   /** The same route returning a JSON body the size of the secret listing. */
   listingSizedRps: number | null;
+  /** The same route replaying a read of one secret: its headers and body. */
+  readShapedRps: number | null;
 }
 
 /** The bare Fastify routes in their own process, on the same certificate and load generator. */
 async function measureCeilings(
   plain: boolean,
   comparedWith: string,
-  listingBytes: number | null,
+  fixture: Pick<Fixture, 'listingBytes' | 'readShape'> | null,
 ): Promise<Ceilings> {
+  const listingBytes = fixture?.listingBytes ?? null;
+  const readShapeFile = join(workDir, 'read-shape.json');
+  if (fixture) writeFileSync(readShapeFile, JSON.stringify(fixture.readShape));
   const server = await startProcess({
     name: 'ceiling server',
     args: ['--import', 'tsx', join(root, 'bench/ceiling-server.ts')],
     env: {
       PORT: String(await freePort()),
       ...(plain ? {} : { CERT_FILE: tls.certFile, KEY_FILE: tls.keyFile }),
+      ...(fixture ? { READ_SHAPE_FILE: readShapeFile } : {}),
     },
     ready: /listening on (\S+)/,
     logFile: join(workDir, 'ceiling.log'),
@@ -162,7 +168,15 @@ async function measureCeilings(
             `ceiling: bare Fastify, ${(listingBytes / 1000).toFixed(0)} KB JSON`,
             `/ceiling/json/${listingBytes}`,
           );
-    return { tinyRps, listingSizedRps };
+    const readShapedRps =
+      fixture === null
+        ? null
+        : await measure(
+            'ceiling-read-shaped',
+            "ceiling: bare Fastify, a read's answer replayed (headers and body)",
+            '/ceiling/read-shaped',
+          );
+    return { tinyRps, listingSizedRps, readShapedRps };
   } finally {
     await server.stop();
   }
@@ -212,7 +226,9 @@ async function measureScenario(
     sizedRatio:
       scenario.listingSized && ceilings.listingSizedRps
         ? measured.result.rps / ceilings.listingSizedRps
-        : null,
+        : scenario.readSized && ceilings.readShapedRps
+          ? measured.result.rps / ceilings.readShapedRps
+          : null,
     target: scenario.target,
     pass: null,
   };
@@ -363,9 +379,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     const idleRssMiB = server.rssMiB();
 
     const httpScenarios = HTTP_SCENARIOS.filter((s) => selected(s.id));
-    const ceilings = httpScenarios.length
-      ? await measureCeilings(false, name, fixture.listingBytes)
-      : null;
+    const ceilings = httpScenarios.length ? await measureCeilings(false, name, fixture) : null;
     if (ceilings) lastCeilings = ceilings;
     for (const scenario of httpScenarios) {
       const counting =
@@ -516,8 +530,7 @@ async function runScaledOut(): Promise<void> {
       backend.env.DATABASE_URL!,
     );
     const fixture = await createFixture({ baseUrl: url, caFile: tls.certFile, say });
-    const ceilings =
-      lastCeilings ?? (await measureCeilings(false, 'postgres ×3', fixture.listingBytes));
+    const ceilings = lastCeilings ?? (await measureCeilings(false, 'postgres ×3', fixture));
     const logFiles = [...instances.map((i) => i.logFile), balancer.logFile];
     for (const scenario of SCALED_OUT_SCENARIOS) {
       if (!selected(scenario.id)) continue;
@@ -550,7 +563,7 @@ async function runPlainHttp(): Promise<void> {
   try {
     server = await startCoffer({ root, backend, tls: null, logLevel: options.logLevel });
     const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
-    const ceilings = await measureCeilings(true, 'sqlite, http', fixture.listingBytes);
+    const ceilings = await measureCeilings(true, 'sqlite, http', fixture);
     for (const scenario of PLAIN_HTTP_SCENARIOS) {
       if (selected(scenario.id))
         await measureScenario(scenario, server, fixture, 'sqlite, http', ceilings);

@@ -49,6 +49,8 @@ export interface Fixture {
   listEtag: string;
   /** Size of that listing's body, for the ceiling route sending as much. */
   listingBytes: number;
+  /** One read of a secret as the server answered it (headers and body), for the ceiling route to replay. */
+  readShape: { headers: Record<string, string>; body: string };
   /** Names of the secrets in READ_ENV. */
   secretNames: string[];
   /** For the write scenario: one request per secret of WRITE_ENV, each value encrypted for it. */
@@ -185,6 +187,15 @@ export async function createFixture(opts: FixtureOptions): Promise<Fixture> {
     `${apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets`}?${LIST_QUERY}`,
     apiKeyCredential.split('.')[0]!,
   );
+  // A secret whose value has the fixture's mean length (256 characters; sampleValue).
+  const read = await trustingFetch(opts.caFile)(
+    `${opts.baseUrl}${apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets/${secretName(4)}`}`,
+    { headers: { authorization: `Bearer ${apiKeyCredential.split('.')[0]!}` } },
+  );
+  if (!read.ok) throw new Error(`reading a secret: ${read.status}`);
+  const readHeaders: Record<string, string> = {};
+  read.headers.forEach((value, name) => (readHeaders[name] = value));
+  const readShape = { headers: readHeaders, body: await read.text() };
   const listEtag = listing.headers.get('etag');
   if (!listing.ok || !listEtag) throw new Error(`listing secrets: ${listing.status}, no ETag`);
 
@@ -204,6 +215,7 @@ export async function createFixture(opts: FixtureOptions): Promise<Fixture> {
     sessionCookie: `coffer_session=${client.session}`,
     listEtag,
     listingBytes: listing.bytes,
+    readShape,
     secretNames: Array.from({ length: SECRET_COUNT }, (_, i) => secretName(i)),
     writes,
   };

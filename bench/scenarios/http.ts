@@ -11,6 +11,8 @@ export interface HttpScenario {
   target: Target | null;
   /** Compared also with the ceiling route sending a body of the listing's size. */
   listingSized?: boolean;
+  /** Compared also with the ceiling route replaying a read's answer. */
+  readSized?: boolean;
   plan(fixture: Fixture, baseUrl: string): Omit<LoadPlan, keyof Timing>;
 }
 
@@ -48,6 +50,7 @@ const readSecret: HttpScenario = {
   title: 'read one secret, API key',
   expectStatus: 200,
   target: targets.read,
+  readSized: true,
   // A different secret each request, as an application reading its configuration.
   plan: (f, baseUrl) => ({
     url: `${baseUrl}/`,
