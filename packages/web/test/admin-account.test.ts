@@ -61,7 +61,8 @@ const sessionItems = (page: Page) =>
     .filter({ hasText: /signed in .* last used/ });
 
 test('sessions, sign out everywhere else, password change, recovery with the recovery key', async (t) => {
-  if (!browser || !coffer) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser || !coffer)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   const open = async () => {
     const visitor = await Visitor.open(browser!, coffer!);
     visitor.secret(account.password, changed, recovered, VALUE);
@@ -178,6 +179,7 @@ async function revealedValueAfter(page: Page, projectId: string): Promise<string
 }
 
 test('accessibility: no serious or critical axe finding on the account pages', (t) => {
-  if (!browser) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAdminAccessible(t);
 });

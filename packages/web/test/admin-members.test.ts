@@ -71,7 +71,7 @@ let later: Awaited<ReturnType<typeof sdkMember>> | undefined;
 
 const ready = (t: import('node:test').TestContext) => {
   if (!browser || !coffer) {
-    serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+    serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
     return false;
   }
   return true;
@@ -578,7 +578,8 @@ test('audit log: sentences with names, actor once per group, action picker, filt
 });
 
 test('accessibility: no serious or critical axe finding on the administration pages', (t) => {
-  if (!browser) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAdminAccessible(t);
 });
 

@@ -88,7 +88,8 @@ function runLine(line: string, command: string[]) {
 }
 
 test('an API key with staging:read: shown once and copied, read by the CLI, refused production, revoked', async (t) => {
-  if (!browser || !coffer) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser || !coffer)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   const visitor = await Visitor.open(browser, coffer, {
     permissions: ['clipboard-read', 'clipboard-write'],
   });
@@ -186,7 +187,8 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
 });
 
 test('a developer creates a CI token valid for 15 minutes; it lists its expiry and reads staging', async (t) => {
-  if (!browser || !coffer || !projectId) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser || !coffer || !projectId)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   const login = await coffer.logIn(admin.email, admin.password);
   const developer = await sdkMember(coffer, login, projectId, 'pipeline', 'developer');
   const visitor = await Visitor.open(browser, coffer);
@@ -241,6 +243,7 @@ test('a developer creates a CI token valid for 15 minutes; it lists its expiry a
 });
 
 test('accessibility: no serious or critical axe finding on the token pages', (t) => {
-  if (!browser) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAdminAccessible(t);
 });

@@ -56,7 +56,8 @@ after(async () => {
 });
 
 test('an admin registers a webhook, copies its secret once, sends a test event and reads the log', async (t) => {
-  if (!browser || !coffer || !receiver) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser || !coffer || !receiver)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   const visitor = await Visitor.open(browser, coffer, {
     permissions: ['clipboard-read', 'clipboard-write'],
   });
@@ -123,7 +124,8 @@ test('an admin registers a webhook, copies its secret once, sends a test event a
 });
 
 test('a loopback URL is refused with the reason, on a server that does not allow it', async (t) => {
-  if (!browser || !strict) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser || !strict)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   const visitor = await Visitor.open(browser, strict);
   visitors.push(visitor);
   const admin = newAccount('strict');
@@ -144,6 +146,7 @@ test('a loopback URL is refused with the reason, on a server that does not allow
 });
 
 test('webhook pages: no serious or critical accessibility findings', (t) => {
-  if (!browser) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAdminAccessible(t);
 });

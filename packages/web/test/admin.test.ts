@@ -271,6 +271,7 @@ test('auto-lock after 1 minute without activity: the unlock screen, and no value
   }));
 
 test('accessibility: no serious or critical axe finding on the admin pages', (t) => {
-  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!visitor)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAccessible(t);
 });

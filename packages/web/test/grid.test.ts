@@ -418,6 +418,7 @@ test('history: two saves, both versions listed, their diff, roll back to the fir
   }));
 
 test('accessibility: no serious or critical axe finding on the grid and its dialogs', (t) => {
-  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!visitor)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAccessible(t);
 });

@@ -235,12 +235,14 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
 }
 
 test('first visit: sign-up, recovery key, project, staged edits, review, save, reload, unlock, SDK read-back', async (t) => {
-  if (!browser || !coffer) return serviceMissing(t, `Chromium (${'/usr/bin/chromium'})`);
+  if (!browser || !coffer)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   await journey(browser, coffer, { pages: true });
 });
 
 test('the same journey on PostgreSQL', async (t) => {
-  if (!browser) return serviceMissing(t, `Chromium (${'/usr/bin/chromium'})`);
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   if (!POSTGRES_URL) return serviceMissing(t, 'PostgreSQL (COFFER_TEST_DATABASE_URL)');
   const database = await createPostgresDatabase(POSTGRES_URL);
   const server = await startCoffer({ DATABASE_URL: database.url });
@@ -253,6 +255,7 @@ test('the same journey on PostgreSQL', async (t) => {
 });
 
 test('accessibility: no serious or critical axe finding on the pages of the journey', (t) => {
-  if (!browser) return serviceMissing(t, `Chromium (${'/usr/bin/chromium'})`);
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAccessible(t);
 });

@@ -298,7 +298,8 @@ test("a grant planted by a user the server alone made admin: the member's grid r
 });
 
 test('accessibility: no serious or critical axe finding on the membership chain screens', (t) => {
-  if (!browser) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!browser)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAdminAccessible(t);
 });
 

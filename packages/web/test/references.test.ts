@@ -174,7 +174,8 @@ test('an override shows as "your value" to its owner only, with the team value b
     assert.equal(await target.locator('.override-mark').count(), 0, 'not for another member');
     assert.ok(!((await page.content()) ?? '').includes(BOBS_HOST));
   });
-  if (!bobView) serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!bobView)
+    serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
 });
 
 test('an override is set, changed and removed from the grid, sealed in the browser: the server gets ciphertext only', async (t: TestContext) => {

@@ -333,6 +333,7 @@ test('Add secret: a value per environment, each saved to its own environment onl
   }));
 
 test('accessibility: no serious or critical axe finding on these screens', (t) => {
-  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!visitor)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   assertAccessible(t);
 });

@@ -588,7 +588,8 @@ export async function onSharedPage(
   name: string,
   body: (v: Visitor) => Promise<void>,
 ): Promise<void> {
-  if (!visitor) return serviceMissing(t, 'Chromium (/usr/bin/chromium)');
+  if (!visitor)
+    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
   try {
     await body(visitor);
     visitor.check();
