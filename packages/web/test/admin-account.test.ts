@@ -11,6 +11,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect, type Page } from './support/expect.js';
 import {
@@ -61,8 +62,7 @@ const sessionItems = (page: Page) =>
     .filter({ hasText: /signed in .* last used/ });
 
 test('sessions, sign out everywhere else, password change, recovery with the recovery key', async (t) => {
-  if (!browser || !coffer)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !coffer) return serviceMissing(t, CHROMIUM_MISSING);
   const open = async () => {
     const visitor = await Visitor.open(browser!, coffer!);
     visitor.secret(account.password, changed, recovered, VALUE);
@@ -179,7 +179,6 @@ async function revealedValueAfter(page: Page, projectId: string): Promise<string
 }
 
 test('accessibility: no serious or critical axe finding on the account pages', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAdminAccessible(t);
 });

@@ -15,6 +15,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { eventually, expect, expectTitle } from './support/expect.js';
 import {
@@ -71,7 +72,7 @@ let later: Awaited<ReturnType<typeof sdkMember>> | undefined;
 
 const ready = (t: import('node:test').TestContext) => {
   if (!browser || !coffer) {
-    serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+    serviceMissing(t, CHROMIUM_MISSING);
     return false;
   }
   return true;
@@ -578,8 +579,7 @@ test('audit log: sentences with names, actor once per group, action picker, filt
 });
 
 test('accessibility: no serious or critical axe finding on the administration pages', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAdminAccessible(t);
 });
 

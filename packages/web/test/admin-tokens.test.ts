@@ -12,6 +12,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { eventually, expect } from './support/expect.js';
 import {
@@ -88,8 +89,7 @@ function runLine(line: string, command: string[]) {
 }
 
 test('an API key with staging:read: shown once and copied, read by the CLI, refused production, revoked', async (t) => {
-  if (!browser || !coffer)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !coffer) return serviceMissing(t, CHROMIUM_MISSING);
   const visitor = await Visitor.open(browser, coffer, {
     permissions: ['clipboard-read', 'clipboard-write'],
   });
@@ -187,8 +187,7 @@ test('an API key with staging:read: shown once and copied, read by the CLI, refu
 });
 
 test('a developer creates a CI token valid for 15 minutes; it lists its expiry and reads staging', async (t) => {
-  if (!browser || !coffer || !projectId)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !coffer || !projectId) return serviceMissing(t, CHROMIUM_MISSING);
   const login = await coffer.logIn(admin.email, admin.password);
   const developer = await sdkMember(coffer, login, projectId, 'pipeline', 'developer');
   const visitor = await Visitor.open(browser, coffer);
@@ -243,7 +242,6 @@ test('a developer creates a CI token valid for 15 minutes; it lists its expiry a
 });
 
 test('accessibility: no serious or critical axe finding on the token pages', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAdminAccessible(t);
 });

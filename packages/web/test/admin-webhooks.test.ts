@@ -15,6 +15,7 @@ import {
   serviceMissing,
   startCoffer,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
 import { createProject, newAccount, signUp } from './support/flows.js';
@@ -56,8 +57,7 @@ after(async () => {
 });
 
 test('an admin registers a webhook, copies its secret once, sends a test event and reads the log', async (t) => {
-  if (!browser || !coffer || !receiver)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !coffer || !receiver) return serviceMissing(t, CHROMIUM_MISSING);
   const visitor = await Visitor.open(browser, coffer, {
     permissions: ['clipboard-read', 'clipboard-write'],
   });
@@ -124,8 +124,7 @@ test('an admin registers a webhook, copies its secret once, sends a test event a
 });
 
 test('a loopback URL is refused with the reason, on a server that does not allow it', async (t) => {
-  if (!browser || !strict)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !strict) return serviceMissing(t, CHROMIUM_MISSING);
   const visitor = await Visitor.open(browser, strict);
   visitors.push(visitor);
   const admin = newAccount('strict');
@@ -146,7 +145,6 @@ test('a loopback URL is refused with the reason, on a server that does not allow
 });
 
 test('webhook pages: no serious or critical accessibility findings', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAdminAccessible(t);
 });

@@ -14,6 +14,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect, expectTitle } from './support/expect.js';
 import { cell, grid, revealedValue, signIn, unlock } from './support/flows.js';
@@ -271,7 +272,6 @@ test('auto-lock after 1 minute without activity: the unlock screen, and no value
   }));
 
 test('accessibility: no serious or critical axe finding on the admin pages', (t) => {
-  if (!visitor)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!visitor) return serviceMissing(t, CHROMIUM_MISSING);
   assertAccessible(t);
 });

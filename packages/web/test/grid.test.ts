@@ -15,6 +15,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
 import { cell, discardAll, editCell, grid, revealedValue, signIn } from './support/flows.js';
@@ -418,7 +419,6 @@ test('history: two saves, both versions listed, their diff, roll back to the fir
   }));
 
 test('accessibility: no serious or critical axe finding on the grid and its dialogs', (t) => {
-  if (!visitor)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!visitor) return serviceMissing(t, CHROMIUM_MISSING);
   assertAccessible(t);
 });

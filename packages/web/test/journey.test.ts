@@ -18,6 +18,7 @@ import {
   startCoffer,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect, expectTitle } from './support/expect.js';
 import {
@@ -235,14 +236,12 @@ async function journey(browser: Browser, coffer: Coffer, options: { pages: boole
 }
 
 test('first visit: sign-up, recovery key, project, staged edits, review, save, reload, unlock, SDK read-back', async (t) => {
-  if (!browser || !coffer)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !coffer) return serviceMissing(t, CHROMIUM_MISSING);
   await journey(browser, coffer, { pages: true });
 });
 
 test('the same journey on PostgreSQL', async (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   if (!POSTGRES_URL) return serviceMissing(t, 'PostgreSQL (COFFER_TEST_DATABASE_URL)');
   const database = await createPostgresDatabase(POSTGRES_URL);
   const server = await startCoffer({ DATABASE_URL: database.url });
@@ -255,7 +254,6 @@ test('the same journey on PostgreSQL', async (t) => {
 });
 
 test('accessibility: no serious or critical axe finding on the pages of the journey', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAccessible(t);
 });

@@ -23,6 +23,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect, type Page } from './support/expect.js';
 import { cell, grid, signIn, unlock, type Credentials } from './support/flows.js';
@@ -298,8 +299,7 @@ test("a grant planted by a user the server alone made admin: the member's grid r
 });
 
 test('accessibility: no serious or critical axe finding on the membership chain screens', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAdminAccessible(t);
 });
 

@@ -28,6 +28,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
 import { cell, editCell, grid, newAccount, signIn, type Account } from './support/flows.js';
@@ -174,8 +175,7 @@ test('an override shows as "your value" to its owner only, with the team value b
     assert.equal(await target.locator('.override-mark').count(), 0, 'not for another member');
     assert.ok(!((await page.content()) ?? '').includes(BOBS_HOST));
   });
-  if (!bobView)
-    serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!bobView) serviceMissing(t, CHROMIUM_MISSING);
 });
 
 test('an override is set, changed and removed from the grid, sealed in the browser: the server gets ciphertext only', async (t: TestContext) => {

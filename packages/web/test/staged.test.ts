@@ -18,6 +18,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect } from './support/expect.js';
 import {
@@ -333,7 +334,6 @@ test('Add secret: a value per environment, each saved to its own environment onl
   }));
 
 test('accessibility: no serious or critical axe finding on these screens', (t) => {
-  if (!visitor)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!visitor) return serviceMissing(t, CHROMIUM_MISSING);
   assertAccessible(t);
 });

@@ -24,6 +24,7 @@ import {
   serviceMissing,
   startCofferAndBrowser,
   type Coffer,
+  CHROMIUM_MISSING,
 } from './support/browser.js';
 import { expect, expectTitle } from './support/expect.js';
 import {
@@ -110,8 +111,7 @@ async function guarded(label: string, visitors: Visitor[], body: () => Promise<v
 }
 
 test('version conflict: the second writer sees the first one’s value; Keep mine and Keep theirs', async (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   const mine = { key: 'pk_stg_second-writer-77', hook: 'whsec_stg_second-writer-88' };
   const theirs = { key: 'pk_stg_first-writer-11', hook: 'whsec_stg_first-writer-22' };
   const secrets = [...Object.values(mine), ...Object.values(theirs), admin.password];
@@ -182,8 +182,7 @@ test('version conflict: the second writer sees the first one’s value; Keep min
 let invitee: { visitor: Visitor; email: string; password: string } | undefined;
 
 test('invitation: e-mail link, sign-up with the token, accept, wait for the key, granted, read; decline another', async (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   const account = newAccount('invitee');
   const visitor = await open({}, account.password);
   await guarded('invitation', [visitor], async () => {
@@ -261,8 +260,7 @@ test('invitation: e-mail link, sign-up with the token, accept, wait for the key,
 });
 
 test('viewer: names and "no access", no reveal, copy or edit, no value anywhere in the page', async (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   const email = newAccount('viewer').email;
   const invited = await inviteMember(admin.client, projectId, { email, role: 'viewer' });
   const link = await coffer.invitationLink(email);
@@ -312,8 +310,7 @@ test('viewer: names and "no access", no reveal, copy or edit, no value anywhere 
 });
 
 test('session end: signing out in another context sends the next action to sign-in, and back', async (t) => {
-  if (!browser || !invitee)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser || !invitee) return serviceMissing(t, CHROMIUM_MISSING);
   const { visitor } = invitee;
   await guarded('session-end', [visitor], async () => {
     const { page } = visitor;
@@ -334,7 +331,6 @@ test('session end: signing out in another context sends the next action to sign-
 });
 
 test('accessibility: no serious or critical axe finding on the team pages', (t) => {
-  if (!browser)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!browser) return serviceMissing(t, CHROMIUM_MISSING);
   assertAccessible(t);
 });

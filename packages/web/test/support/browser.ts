@@ -52,6 +52,8 @@ const { executables, ...launchOptions } = JSON.parse(
 ) as { executables: string[]; headless: boolean; args: string[] };
 export const CHROMIUM = executables.find((path) => existsSync(path)) ?? executables.at(-1)!;
 const LAUNCH_OPTIONS = { ...launchOptions, executablePath: CHROMIUM };
+/** What a browser test reports as missing when it is skipped. */
+export const CHROMIUM_MISSING = `Chromium (${executables.join(' or ')})`;
 const ARTEFACTS = join(ROOT, '.coffer-test/screenshots');
 const DOCS_SCREENSHOTS = join(ROOT, 'docs/screenshots');
 export const POSTGRES_URL = process.env.COFFER_TEST_DATABASE_URL || null;
@@ -588,8 +590,7 @@ export async function onSharedPage(
   name: string,
   body: (v: Visitor) => Promise<void>,
 ): Promise<void> {
-  if (!visitor)
-    return serviceMissing(t, 'Chromium (/usr/bin/chromium-headless-shell or /usr/bin/chromium)');
+  if (!visitor) return serviceMissing(t, CHROMIUM_MISSING);
   try {
     await body(visitor);
     visitor.check();
