@@ -11,7 +11,8 @@ if (log && file && !file.endsWith('scripts/test.mjs')) {
     try {
       const stat = readFileSync('/proc/self/stat', 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // Fields 14-17 of proc(5), counted from the state (field 3) here.
+      // Fields 14-17 of proc(5), counted from the state (field 3) here, in clock
+      // ticks: USER_HZ, 100 per second in every Linux /proc.
       const [utime, stime, cutime, cstime] = fields.slice(11, 15).map(Number);
       const own = (utime + stime) / 100;
       const children = (cutime + cstime) / 100;

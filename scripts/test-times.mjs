@@ -1,24 +1,31 @@
 // Each test file's time (its process's wall time: start, load, tests, exit), from
 // the events of node's test runner, and its CPU seconds: its own process's and those
 // of the processes it started (servers, CLI commands), from scripts/test-cpu.mjs.
-// scripts/test.mjs records them when TEST_TIMES is set: TEST_TIMES=1 writes test-times.json (slowest first), TEST_TIMES=<path> writes
-// there, and the ten slowest files are printed after the run. scripts/test-times.json
-// is such a record; the runner starts the longest files first from it.
+// scripts/test.mjs records them when TEST_TIMES is set: TEST_TIMES=1 writes
+// test-times.json (slowest first), TEST_TIMES=<path> writes there, and the ten
+// slowest files are printed after the run. scripts/test-times.json is such a
+// record; the runner starts the longest files first from it.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
+
+/**
+ * The test file a path names: `sources` maps a file the runner ran (a compiled
+ * one) to its source; a test inside a compiled file names its source already
+ * (through the source map), absolute.
+ */
+const sourceOf = (sources, file) =>
+  sources[file] ?? (isAbsolute(file) ? relative(root, file) : file);
 
 /** `sources` maps the file the runner ran (a compiled one) to the test file it came from. */
 export function recordTimes(stream, sources, out) {
   const started = new Map();
   const ended = new Map();
   const measured = new Map();
-  // A test inside a compiled file names its source (through the source map).
-  const name = (file) => sources[file] ?? (isAbsolute(file) ? relative(root, file) : file);
   const seen = (data) => {
     if (!data?.file) return null;
-    const file = name(data.file);
+    const file = sourceOf(sources, data.file);
     const now = Date.now();
     if (!started.has(file)) started.set(file, now);
     ended.set(file, now);
@@ -68,7 +75,7 @@ function readCpu(sources) {
   }
   for (const line of text.split('\n').filter(Boolean)) {
     const { file, own, children } = JSON.parse(line);
-    const name = sources[file] ?? (isAbsolute(file) ? relative(root, file) : file);
+    const name = sourceOf(sources, file);
     cpu.set(name, (cpu.get(name) ?? 0) + own + children);
   }
   return cpu;
