@@ -182,20 +182,22 @@ export async function createFixture(opts: FixtureOptions): Promise<Fixture> {
     };
   });
 
+  const apiKeyBearer = apiKeyCredential.split('.')[0]!;
   const listing = await fetchWithBearer(
     opts,
     `${apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets`}?${LIST_QUERY}`,
-    apiKeyCredential.split('.')[0]!,
+    apiKeyBearer,
   );
   // A secret whose value has the fixture's mean length (256 characters; sampleValue).
-  const read = await trustingFetch(opts.caFile)(
-    `${opts.baseUrl}${apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets/${secretName(4)}`}`,
-    { headers: { authorization: `Bearer ${apiKeyCredential.split('.')[0]!}` } },
+  const read = await fetchWithBearer(
+    opts,
+    apiPath`/v1/projects/${project.id}/environments/${READ_ENV}/secrets/${secretName(4)}`,
+    apiKeyBearer,
   );
   if (!read.ok) throw new Error(`reading a secret: ${read.status}`);
   const readHeaders: Record<string, string> = {};
   read.headers.forEach((value, name) => (readHeaders[name] = value));
-  const readShape = { headers: readHeaders, body: await read.text() };
+  const readShape = { headers: readHeaders, body: read.body };
   const listEtag = listing.headers.get('etag');
   if (!listing.ok || !listEtag) throw new Error(`listing secrets: ${listing.status}, no ETag`);
 
@@ -209,7 +211,7 @@ export async function createFixture(opts: FixtureOptions): Promise<Fixture> {
     vault,
     projectId: project.id,
     apiKeyCredential,
-    apiKeyBearer: apiKeyCredential.split('.')[0]!,
+    apiKeyBearer,
     ciTokenBearer: ciCredential.split('.')[0]!,
     unknownBearer: generateBearer('cek_'),
     sessionCookie: `coffer_session=${client.session}`,
@@ -225,6 +227,12 @@ async function fetchWithBearer(opts: FixtureOptions, path: string, bearer: strin
   const response = await trustingFetch(opts.caFile)(`${opts.baseUrl}${path}`, {
     headers: { authorization: `Bearer ${bearer}` },
   });
-  const bytes = (await response.arrayBuffer()).byteLength;
-  return { ok: response.ok, status: response.status, headers: response.headers, bytes };
+  const raw = Buffer.from(await response.arrayBuffer());
+  return {
+    ok: response.ok,
+    status: response.status,
+    headers: response.headers,
+    bytes: raw.length,
+    body: raw.toString('utf8'),
+  };
 }
