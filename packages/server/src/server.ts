@@ -10,6 +10,7 @@ import {
 } from './http/rate-limit.js';
 import { createRedirectServer, loadTls } from './http/tls.js';
 import { guardConnections } from './http/connections.js';
+import { printLine } from './http/log-destination.js';
 import { servesDashboard } from './domains/dashboard/dashboard.routes.js';
 
 interface RunningServer {
@@ -59,8 +60,8 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
     );
     // Printed plainly as well, so a user starting Coffer by hand can compare it.
     if (tls.generated || config.tls.mode === 'self-signed') {
-      process.stdout.write(
-        `Coffer TLS certificate SHA-256 fingerprint: ${tls.fingerprint}\n  (${tls.certFile}; clients trust it with --ca / COFFER_CA_FILE)\n`,
+      printLine(
+        `Coffer TLS certificate SHA-256 fingerprint: ${tls.fingerprint}\n  (${tls.certFile}; clients trust it with --ca / COFFER_CA_FILE)`,
       );
     }
   }
@@ -85,11 +86,9 @@ export async function startServer(config: Config, db: Db): Promise<RunningServer
           await import('./metrics.js')
         ).listenForMetrics(metrics, config.metrics.host, config.metrics.port)
       : null;
-  if (metricsListener) process.stdout.write(`Coffer metrics on ${metricsListener.url}\n`);
-  process.stdout.write(
-    `Coffer listening on ${url}${redirectUrl ? ` (HTTP ${redirectUrl} redirects)` : ''}\n`,
-  );
-  if (servesDashboard(app)) process.stdout.write(`Coffer dashboard: ${url}/\n`);
+  if (metricsListener) printLine(`Coffer metrics on ${metricsListener.url}`);
+  printLine(`Coffer listening on ${url}${redirectUrl ? ` (HTTP ${redirectUrl} redirects)` : ''}`);
+  if (servesDashboard(app)) printLine(`Coffer dashboard: ${url}/`);
 
   return {
     app,

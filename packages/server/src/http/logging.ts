@@ -5,6 +5,7 @@ import {
   type FastifyServerOptions,
 } from 'fastify';
 import { stdSerializers } from 'pino';
+import { stdoutLogBuffer } from './log-destination.js';
 
 /** Field names whose values are credentials or key material, wherever they appear in a log object. */
 const SECRET_FIELDS = new Set([
@@ -107,6 +108,7 @@ const unchanged = (value: unknown) => value;
  * stream). Redaction is one walk over each line's fields (`safeLogObject`), not
  * pino's path-based `redact`: with wildcard paths that compiled to a search on
  * every line and cost more than the rest of a cached secret read together.
+ * Without a stream of the caller's, lines go to stdout through `LogBuffer`.
  */
 export function loggerOptions(
   level: string,
@@ -116,6 +118,9 @@ export function loggerOptions(
   const extra = typeof custom === 'object' && custom !== null ? custom : {};
   return {
     level,
+    // Lines to stdout go through one buffer (`log-destination.ts`) unless the
+    // caller brings its own stream or file.
+    ...('stream' in extra || 'file' in extra ? {} : { stream: stdoutLogBuffer() }),
     ...extra,
     // Serialization happens in `safeLogObject`, before redaction; pino's own
     // serializers (which run after the formatter) must leave the result as is.

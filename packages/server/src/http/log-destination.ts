@@ -1,0 +1,98 @@
+/** Where a buffered log hands its lines: `process.stdout` in the server. */
+export interface LogTarget {
+  write(chunk: string): unknown;
+}
+
+export interface LogBufferOptions {
+  /** Pending bytes (UTF-16 units) that trigger a write at once. */
+  maxBytes?: number;
+  /** How long an info line may wait for company before it is written. */
+  maxDelayMs?: number;
+}
+
+/** pino writes each line as `{"level":NN,…`; NN ≥ 40 is a warning or worse. */
+const LEVEL_AT = '{"level":'.length;
+const WARN = 40;
+
+function isUrgent(line: string): boolean {
+  if (!line.startsWith('{"level":')) return true; // not a shape we know: never hold it
+  return Number.parseInt(line.slice(LEVEL_AT, LEVEL_AT + 3), 10) >= WARN;
+}
+
+/**
+ * A pino destination that joins lines and writes them together: at
+ * `maxBytes`, after `maxDelayMs`, at once for a warning or worse (with
+ * everything before it, so the order holds), on `flush()` and when the process
+ * exits. Each write to stdout is a system call (through libuv's thread pool
+ * with pino's default destination); one per request was about a fifth of a
+ * cached read's CPU, one per few dozen lines is noise.
+ *
+ * What it can lose: info and debug lines of the last `maxDelayMs` when the
+ * process is killed with SIGKILL (or the machine stops). Warnings and errors
+ * are never held, and a normal exit (`process.exit`, the end of the event
+ * loop, an uncaught exception) writes what is pending from the `exit` event.
+ */
+export class LogBuffer {
+  private pending: string[] = [];
+  private size = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly maxBytes: number;
+  private readonly maxDelayMs: number;
+
+  constructor(
+    private readonly target: LogTarget,
+    options: LogBufferOptions = {},
+  ) {
+    this.maxBytes = options.maxBytes ?? 4096;
+    this.maxDelayMs = options.maxDelayMs ?? 100;
+  }
+
+  write(line: string): boolean {
+    this.pending.push(line);
+    this.size += line.length;
+    if (this.size >= this.maxBytes || isUrgent(line)) this.flushSync();
+    else this.timer ??= setTimeout(() => this.flushSync(), this.maxDelayMs).unref();
+    return true;
+  }
+
+  /** Writes what is pending now (pino's `logger.flush(cb)` comes here). */
+  flush(done?: (err?: Error) => void): void {
+    this.flushSync();
+    done?.();
+  }
+
+  flushSync(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.pending.length === 0) return;
+    const chunk = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+    this.pending = [];
+    this.size = 0;
+    this.target.write(chunk);
+  }
+}
+
+let stdoutLog: LogBuffer | null = null;
+
+/**
+ * The one buffer in front of the process's stdout, shared by every logger that
+ * writes there (so their lines keep their order) and written out on exit.
+ * Text the server prints itself (`Coffer listening on …`) goes through
+ * `printLine`, after what the logs hold.
+ */
+export function stdoutLogBuffer(): LogBuffer {
+  if (!stdoutLog) {
+    const buffer = new LogBuffer(process.stdout);
+    process.on('exit', () => buffer.flushSync());
+    stdoutLog = buffer;
+  }
+  return stdoutLog;
+}
+
+/** Prints a line to stdout after every log line written before it. */
+export function printLine(text: string): void {
+  stdoutLog?.flushSync();
+  process.stdout.write(`${text}\n`);
+}
