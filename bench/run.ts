@@ -12,11 +12,18 @@ import {
   type Backend,
   type Tls,
 } from './lib/environment.js';
-import { LoadGenerator } from './lib/load.js';
+import { LoadGenerator, type LoadResult } from './lib/load.js';
 import { MB, measureLoad, type MeasureExtras, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
-import { findProfile, renderProfiles, summariseProfile, type Window } from './lib/profile.js';
+import {
+  findProfile,
+  renderProfileComparison,
+  renderProfiles,
+  summariseProfile,
+  type ProfiledRun,
+  type Window,
+} from './lib/profile.js';
 import { freePort, startProcess, terminateAll, type ServerProcess } from './lib/processes.js';
 import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
 import { createFixture, type Fixture } from './scenarios/fixture.js';
@@ -112,6 +119,8 @@ interface Ceilings {
   listingSizedRps: number | null;
   /** The same route replaying a read of one secret: its headers and body. */
   readShapedRps: number | null;
+  /** With --profile: that route's profiled run, to compare a read with. */
+  readShapedProfile: ProfiledRun | null;
 }
 
 /** The bare Fastify routes in their own process, on the same certificate and load generator. */
@@ -123,9 +132,18 @@ async function measureCeilings(
   const listingBytes = fixture?.listingBytes ?? null;
   const readShapeFile = join(workDir, 'read-shape.json');
   if (fixture) writeFileSync(readShapeFile, JSON.stringify(fixture.readShape));
+  // With --profile the bare stack is profiled too, to compare a read with it function by function.
+  const profileDir = options.profile
+    ? join(workDir, `profile-ceiling-${comparedWith.replace(/\W+/g, '-')}`)
+    : null;
   const server = await startProcess({
     name: 'ceiling server',
-    args: ['--import', 'tsx', join(root, 'bench/ceiling-server.ts')],
+    args: [
+      '--import',
+      'tsx',
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      join(root, 'bench/ceiling-server.ts'),
+    ],
     env: {
       PORT: String(await freePort()),
       ...(plain ? {} : { CERT_FILE: tls.certFile, KEY_FILE: tls.keyFile }),
@@ -134,8 +152,10 @@ async function measureCeilings(
     ready: /listening on (\S+)/,
     logFile: join(workDir, 'ceiling.log'),
   });
+  let readShapedWindow: Window | null = null;
+  let readShapedRequests = 0;
   const measure = async (id: string, title: string, path: string) => {
-    const { result, cpu } = await measureLoad(
+    const { result, cpu, window } = await measureLoad(
       load,
       server,
       { url: `${server.url}${path}`, method: 'GET', headers: {} },
@@ -156,6 +176,10 @@ async function measureCeilings(
       target: null,
       pass: null,
     });
+    if (id === 'ceiling-read-shaped') {
+      readShapedWindow = window;
+      readShapedRequests = result.requests;
+    }
     return result.rps;
   };
   try {
@@ -176,7 +200,18 @@ async function measureCeilings(
             "ceiling: bare Fastify, a read's answer replayed (headers and body)",
             '/ceiling/read-shaped',
           );
-    return { tinyRps, listingSizedRps, readShapedRps };
+    await server.stop();
+    const profile = profileDir
+      ? findProfile(
+          profileDir,
+          join(resultsDir, `ceiling-${comparedWith.replace(/\W+/g, '-')}.cpuprofile`),
+        )
+      : null;
+    const readShapedProfile =
+      profile && readShapedWindow
+        ? { file: profile, window: readShapedWindow, requests: readShapedRequests }
+        : null;
+    return { tinyRps, listingSizedRps, readShapedRps, readShapedProfile };
   } finally {
     await server.stop();
   }
@@ -196,7 +231,7 @@ async function measureScenario(
     /** Every log the evidence of a stall would be in. */
     logFiles?: readonly string[];
   } = {},
-): Promise<{ maxRssMiB: number; window: Window }> {
+): Promise<{ maxRssMiB: number; window: Window; result: LoadResult }> {
   const measured = await measureLoad(
     load,
     server,
@@ -347,6 +382,8 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   backends.add(backend);
   const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
   const windows: Window[] = [];
+  /** Reads to compare, function by function, with the bare route replaying their answer (--profile). */
+  const comparisons: { window: Window; requests: number; base: ProfiledRun }[] = [];
   let maxLoadRssMiB = 0;
   let server: ServerProcess | null = null;
   try {
@@ -384,7 +421,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     for (const scenario of httpScenarios) {
       const counting =
         counter && READ_SCENARIO_IDS.has(scenario.id) ? countStatements(counter) : null;
-      const { maxRssMiB, window } = await measureScenario(
+      const { maxRssMiB, window, result } = await measureScenario(
         scenario,
         server,
         fixture,
@@ -394,6 +431,9 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       );
       if (counting) await counting.report(scenario, name);
       windows.push(window);
+      if (scenario.readSized && ceilings?.readShapedProfile) {
+        comparisons.push({ window, requests: result.requests, base: ceilings.readShapedProfile });
+      }
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
     keyedWriteCost(name);
@@ -470,6 +510,10 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   if (profileDir) {
     const file = findProfile(profileDir, join(resultsDir, `server-${name}.cpuprofile`));
     if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
+    for (const c of file ? comparisons : []) {
+      const run = { file: file!, window: c.window, requests: c.requests };
+      profiles.push(renderProfileComparison(`${c.window.label} (${name})`, run, c.base));
+    }
   }
 }
 

@@ -112,3 +112,64 @@ export function renderProfiles(backend: string, profiles: WindowProfile[]): stri
     )
     .join('\n\n');
 }
+
+/** A window of a profile and the requests answered in it. */
+export interface ProfiledRun {
+  file: string;
+  window: Window;
+  requests: number;
+}
+
+/** Main-thread CPU µs per request, by function, of one profiled run (idle samples left out). */
+function microsPerRequest(run: ProfiledRun): { total: number; byFunction: Map<string, number> } {
+  const profile = JSON.parse(readFileSync(run.file, 'utf8')) as CpuProfile;
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const byFunction = new Map<string, number>();
+  let t = profile.startTime;
+  let total = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]!;
+    if (t < run.window.startUs || t > run.window.endUs) continue;
+    // A sample stands for the time until the next one.
+    const span = profile.timeDeltas[i + 1] ?? 0;
+    const frame = nodes.get(profile.samples[i]!)!;
+    if (frame.functionName === '(idle)') continue;
+    const file = frame.url.split('/').pop() ?? '';
+    const name = `${frame.functionName || '(anonymous)'} ${file ? `${file}:${frame.lineNumber + 1}` : ''}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + span);
+    total += span;
+  }
+  const perRequest = (us: number) => us / Math.max(1, run.requests);
+  return {
+    total: perRequest(total),
+    byFunction: new Map([...byFunction].map(([name, us]) => [name, perRequest(us)])),
+  };
+}
+
+/**
+ * A run against its baseline (a read against the bare route replaying the same
+ * answer): the main thread's busy µs per request of each, and the functions
+ * whose own time per request differs most. Sampling, not counting: figures
+ * under a microsecond are noise, and the sum is what the threads other than
+ * the main one (GC helpers, libuv's pool) do not show.
+ */
+export function renderProfileComparison(
+  label: string,
+  run: ProfiledRun,
+  base: ProfiledRun,
+  topN = 25,
+): string {
+  const a = microsPerRequest(run);
+  const b = microsPerRequest(base);
+  const names = new Set([...a.byFunction.keys(), ...b.byFunction.keys()]);
+  const rows = [...names]
+    .map((name) => ({ name, run: a.byFunction.get(name) ?? 0, base: b.byFunction.get(name) ?? 0 }))
+    .sort((x, y) => y.run - y.base - (x.run - x.base))
+    .slice(0, topN);
+  const us = (x: number) => x.toFixed(1).padStart(7);
+  return [
+    `Main-thread CPU per request — ${label}: ${a.total.toFixed(1)} µs against the bare route's ${b.total.toFixed(1)} µs; the functions that differ most (µs per request):`,
+    `  ${'this'.padStart(7)} ${'bare'.padStart(7)} ${'diff'.padStart(7)}  function`,
+    ...rows.map((r) => `  ${us(r.run)} ${us(r.base)} ${us(r.run - r.base)}  ${r.name}`),
+  ].join('\n');
+}

@@ -46,7 +46,11 @@ describe('the log buffer in front of stdout', () => {
       const buffer = new LogBuffer(target, { maxDelayMs: 60_000 });
       buffer.write(line(30, 'before'));
       buffer.write(line(level, 'urgent'));
-      assert.deepEqual(target.writes, [line(30, 'before') + line(level, 'urgent')], `level ${level}`);
+      assert.deepEqual(
+        target.writes,
+        [line(30, 'before') + line(level, 'urgent')],
+        `level ${level}`,
+      );
     }
   });
 
