@@ -11,12 +11,18 @@ export interface LogBufferOptions {
 }
 
 /** pino writes each line as `{"level":NN,…`; NN ≥ 40 is a warning or worse. */
-const LEVEL_AT = '{"level":'.length;
+const LEVEL_PREFIX = '{"level":';
 const WARN = 40;
 
 function isUrgent(line: string): boolean {
-  if (!line.startsWith('{"level":')) return true; // not a shape we know: never hold it
-  return Number.parseInt(line.slice(LEVEL_AT, LEVEL_AT + 3), 10) >= WARN;
+  if (!line.startsWith(LEVEL_PREFIX)) return true; // not a shape we know: never hold it
+  let level = 0;
+  for (let i = LEVEL_PREFIX.length; i < line.length; i++) {
+    const digit = line.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) break;
+    level = level * 10 + digit;
+  }
+  return level >= WARN;
 }
 
 /**

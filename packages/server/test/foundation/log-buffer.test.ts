@@ -41,7 +41,7 @@ describe('the log buffer in front of stdout', () => {
   });
 
   it('writes a warning or worse at once, after every line held before it', () => {
-    for (const level of [40, 50, 60]) {
+    for (const level of [40, 50, 60, 100]) {
       const target = collector();
       const buffer = new LogBuffer(target, { maxDelayMs: 60_000 });
       buffer.write(line(30, 'before'));

@@ -46,6 +46,9 @@ for (const dialect of DIALECTS) {
         'env',
       );
       assertRefused(await send('GET', '/v1/projects?sort=name%00'), 'sort');
+      // In a query parameter's name, and in one of a repeated parameter's values.
+      assertRefused(await send('GET', '/v1/projects?so%00rt=name'), 'query');
+      assertRefused(await send('GET', '/v1/projects?sort=name&sort=x%00'), 'sort.1');
     });
 
     it('a NUL or a lone surrogate in a body string or key is refused and nothing is written', async () => {
