@@ -42,6 +42,8 @@ same load, and the ratio is printed.
   --requests=N       measured requests per repetition (default 3000; writes a third)
   --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
+  --in-flight=N      requests in flight at once on each server (default 4; the
+                     bench's 50 shows what many connections cost, e.g. in GC)
   --log-level=L      server LOG_LEVEL (default info, as npm run bench)
   --cpu              count CPU time instead (no valgrind): nanoseconds of every
                      thread of the server per request, the two servers loaded
@@ -61,12 +63,12 @@ const DEFAULT_SCENARIOS = [
   'write-secret-keyed',
 ];
 /** Requests in flight at once: enough to keep the server busy, few enough for a slow server. */
-const CONCURRENCY = 4;
+const DEFAULT_IN_FLIGHT = 4;
 
 function parse(argv: string[]) {
   const { flags, filters } = parseFlags(
     argv,
-    ['baseline', 'requests', 'warmup', 'reps', 'log-level', 'backend', 'cpu'],
+    ['baseline', 'requests', 'warmup', 'reps', 'in-flight', 'log-level', 'backend', 'cpu'],
     USAGE,
   );
   const count = (name: string, fallback: number) => {
@@ -88,6 +90,7 @@ function parse(argv: string[]) {
     requests: count('requests', 3000),
     warmup: count('warmup', 8000),
     reps: count('reps', 6),
+    inFlight: count('in-flight', DEFAULT_IN_FLIGHT),
     logLevel: flags.get('log-level') ?? 'info',
     scenarios: HTTP_SCENARIOS.filter((s) =>
       (filters.length ? filters : DEFAULT_SCENARIOS).some((f) =>
@@ -98,6 +101,7 @@ function parse(argv: string[]) {
 }
 
 const options = parse(process.argv.slice(2));
+const CONCURRENCY = options.inFlight;
 if (!options.cpu && spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
 if (options.scenarios.length === 0) throw new Error(`no scenario matches\n\n${USAGE}`);
