@@ -382,8 +382,14 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   backends.add(backend);
   const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
   const windows: Window[] = [];
-  /** Reads to compare, function by function, with the bare route replaying their answer (--profile). */
-  const comparisons: { window: Window; requests: number; base: ProfiledRun }[] = [];
+  /** Runs to compare, function by function, with a baseline (--profile): `file` null is this server's. */
+  const comparisons: {
+    window: Window;
+    requests: number;
+    base: Omit<ProfiledRun, 'file'> & { file: string | null };
+    baseLabel: string;
+  }[] = [];
+  const profiledRuns = new Map<string, { window: Window; requests: number }>();
   let maxLoadRssMiB = 0;
   let server: ServerProcess | null = null;
   try {
@@ -431,8 +437,20 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       );
       if (counting) await counting.report(scenario, name);
       windows.push(window);
+      profiledRuns.set(scenario.id, { window, requests: result.requests });
       if (scenario.readSized && ceilings?.readShapedProfile) {
-        comparisons.push({ window, requests: result.requests, base: ceilings.readShapedProfile });
+        const base = ceilings.readShapedProfile;
+        comparisons.push({
+          window,
+          requests: result.requests,
+          base,
+          baseLabel: "the bare route's",
+        });
+      }
+      const plain = profiledRuns.get('write-secret');
+      if (scenario.id === 'write-secret-keyed' && plain) {
+        const base = { ...plain, file: null };
+        comparisons.push({ window, requests: result.requests, base, baseLabel: 'a plain write' });
       }
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
@@ -512,7 +530,8 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
     for (const c of file ? comparisons : []) {
       const run = { file: file!, window: c.window, requests: c.requests };
-      profiles.push(renderProfileComparison(`${c.window.label} (${name})`, run, c.base));
+      const base = { ...c.base, file: c.base.file ?? file! };
+      profiles.push(renderProfileComparison(`${c.window.label} (${name})`, run, base, c.baseLabel));
     }
   }
 }

@@ -148,7 +148,7 @@ function microsPerRequest(run: ProfiledRun): { total: number; byFunction: Map<st
 
 /**
  * A run against its baseline (a read against the bare route replaying the same
- * answer): the main thread's busy µs per request of each, and the functions
+ * answer, a keyed write against a plain one): the main thread's busy µs per request of each, and the functions
  * whose own time per request differs most. Sampling, not counting: figures
  * under a microsecond are noise, and the sum is what the threads other than
  * the main one (GC helpers, libuv's pool) do not show.
@@ -157,6 +157,7 @@ export function renderProfileComparison(
   label: string,
   run: ProfiledRun,
   base: ProfiledRun,
+  baseLabel = "the bare route's",
   topN = 25,
 ): string {
   const a = microsPerRequest(run);
@@ -168,8 +169,8 @@ export function renderProfileComparison(
     .slice(0, topN);
   const us = (x: number) => x.toFixed(1).padStart(7);
   return [
-    `Main-thread CPU per request — ${label}: ${a.total.toFixed(1)} µs against the bare route's ${b.total.toFixed(1)} µs; the functions that differ most (µs per request):`,
-    `  ${'this'.padStart(7)} ${'bare'.padStart(7)} ${'diff'.padStart(7)}  function`,
+    `Main-thread CPU per request — ${label}: ${a.total.toFixed(1)} µs against ${baseLabel} ${b.total.toFixed(1)} µs; the functions that differ most (µs per request):`,
+    `  ${'this'.padStart(7)} ${'base'.padStart(7)} ${'diff'.padStart(7)}  function`,
     ...rows.map((r) => `  ${us(r.run)} ${us(r.base)} ${us(r.run - r.base)}  ${r.name}`),
   ].join('\n');
 }
