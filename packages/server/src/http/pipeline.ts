@@ -129,7 +129,9 @@ export function registerPipeline(
       limit = limits.anonymous;
     }
 
-    const state = await counters.consume(key, limit, limits.windowSeconds, now.getTime());
+    // Counted without a promise when the store need not wait (memory, a Redis lease with room).
+    const counted = counters.consume(key, limit, limits.windowSeconds, now.getTime());
+    const state = counted instanceof Promise ? await counted : counted;
     reply.header('x-ratelimit-limit', state.limit);
     reply.header('x-ratelimit-remaining', state.remaining);
     reply.header('x-ratelimit-reset', state.reset);
@@ -152,7 +154,7 @@ export function registerPipeline(
     request.principal = resolution && 'principal' in resolution ? resolution.principal : null;
   };
   app.addHook('onRequest', onRequest);
-  const countAnonymous = (ip: string) =>
+  const countAnonymous = async (ip: string) =>
     counters.consume(`ip:${ip}`, limits.anonymous, limits.windowSeconds, clock.now().getTime());
   return { onRequest, countAnonymous };
 }
@@ -195,15 +197,20 @@ class CounterFailover {
     app.addHook('onClose', async () => this.local.close());
   }
 
-  async consume(key: string, limit: number, windowSeconds: number, nowMs: number) {
-    try {
-      const state = await consume(this.store, key, limit, windowSeconds, nowMs);
+  consume(
+    key: string,
+    limit: number,
+    windowSeconds: number,
+    nowMs: number,
+  ): RateLimitState | Promise<RateLimitState> {
+    const counted = (state: RateLimitState) => {
       if (this.degraded) {
         this.degraded = false;
         this.app.log.warn('rate-limit store is reachable again; counting in it');
       }
       return state;
-    } catch (err) {
+    };
+    const failed = (err: unknown) => {
       if (!this.degraded) {
         this.degraded = true;
         this.app.log.warn(
@@ -212,6 +219,12 @@ class CounterFailover {
         );
       }
       return consume(this.local, key, limit, windowSeconds, nowMs);
+    };
+    try {
+      const state = consume(this.store, key, limit, windowSeconds, nowMs);
+      return state instanceof Promise ? state.then(counted, failed) : counted(state);
+    } catch (err) {
+      return failed(err);
     }
   }
 }

@@ -6,7 +6,7 @@ export interface RateLimitStore {
    * Counts one request against `key` in the window that contains `nowMs`;
    * returns its position in the window's count (over `limit`: refused).
    */
-  hit(key: string, windowSeconds: number, nowMs: number, limit: number): Promise<number>;
+  hit(key: string, windowSeconds: number, nowMs: number, limit: number): number | Promise<number>;
   close(): Promise<void>;
 }
 
@@ -20,14 +20,25 @@ export interface RateLimitState {
   retryAfter: number;
 }
 
-export async function consume(
+export function consume(
   store: RateLimitStore,
   key: string,
   limit: number,
   windowSeconds: number,
   nowMs: number,
-): Promise<RateLimitState> {
-  const count = await store.hit(key, windowSeconds, nowMs, limit);
+): RateLimitState | Promise<RateLimitState> {
+  const count = store.hit(key, windowSeconds, nowMs, limit);
+  return typeof count === 'number'
+    ? stateAt(count, limit, windowSeconds, nowMs)
+    : count.then((n) => stateAt(n, limit, windowSeconds, nowMs));
+}
+
+function stateAt(
+  count: number,
+  limit: number,
+  windowSeconds: number,
+  nowMs: number,
+): RateLimitState {
   const windowMs = windowSeconds * 1000;
   const resetMs = (Math.floor(nowMs / windowMs) + 1) * windowMs;
   return {
@@ -82,7 +93,7 @@ const windowOf = (windowSeconds: number, nowMs: number) =>
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly counters = new CurrentWindows<{ window: number; count: number }>();
 
-  async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
+  hit(key: string, windowSeconds: number, nowMs: number): number {
     const window = windowOf(windowSeconds, nowMs);
     return ++this.counters.get(key, window, () => ({ window, count: 0 })).count;
   }
@@ -105,6 +116,8 @@ local n = math.max(1, math.min(tonumber(ARGV[2]), math.floor(left / 8)))
 local count = redis.call('INCRBY', KEYS[1], n)
 if count == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {count, n}`;
+
+const newLease = (window: number): Lease => ({ window, next: 1, end: 0, size: 1, pending: null });
 
 /** Most requests one instance reserves of a key's shared count at once. */
 const MAX_LEASE = 64;
@@ -145,16 +158,23 @@ export class RedisRateLimitStore implements RateLimitStore {
     redis.defineCommand('cofferRateLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
   }
 
-  async hit(key: string, windowSeconds: number, nowMs: number, limit: number): Promise<number> {
+  /** Without waiting while this instance's lease has positions left (most requests). */
+  hit(key: string, windowSeconds: number, nowMs: number, limit: number): number | Promise<number> {
     const window = windowOf(windowSeconds, nowMs);
+    const lease = this.leases.get(key, window, () => newLease(window));
+    if (lease.next <= lease.end) return lease.next++;
+    if (lease.end > limit) return lease.end;
+    return this.hitReserving(key, windowSeconds, limit, window);
+  }
+
+  private async hitReserving(
+    key: string,
+    windowSeconds: number,
+    limit: number,
+    window: number,
+  ): Promise<number> {
     for (;;) {
-      const lease = this.leases.get(key, window, () => ({
-        window,
-        next: 1,
-        end: 0,
-        size: 1,
-        pending: null,
-      }));
+      const lease = this.leases.get(key, window, () => newLease(window));
       if (lease.next <= lease.end) return lease.next++;
       // Counts only grow within a window: once over the limit, refused until it ends.
       if (lease.end > limit) return lease.end;

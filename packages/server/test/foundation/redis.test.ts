@@ -279,10 +279,9 @@ describe('Redis counters reserved in leases (one store per server instance)', ()
     const limit = 500;
     const results = await Promise.all(
       Array.from({ length: 700 }, (_, i) =>
-        consume((i % 2 ? a : b).store, 'key:shared', limit, WINDOW, NOW).then((state) => ({
-          state,
-          via: i % 2,
-        })),
+        Promise.resolve(consume((i % 2 ? a : b).store, 'key:shared', limit, WINDOW, NOW)).then(
+          (state) => ({ state, via: i % 2 }),
+        ),
       ),
     );
     const served = results.filter((r) => !r.state.exceeded);
