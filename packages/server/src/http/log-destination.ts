@@ -44,6 +44,8 @@ export class LogBuffer {
   private pending: string[] = [];
   private size = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** Set when the target can take no more (its reader went away): lines are dropped. */
+  private closed = false;
   private readonly maxBytes: number;
   private readonly maxDelayMs: number;
 
@@ -56,6 +58,7 @@ export class LogBuffer {
   }
 
   write(line: string): boolean {
+    if (this.closed) return true;
     this.pending.push(line);
     this.size += line.length;
     if (this.size >= this.maxBytes || isUrgent(line)) this.flushSync();
@@ -74,11 +77,20 @@ export class LogBuffer {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (this.pending.length === 0) return;
+    if (this.pending.length === 0 || this.closed) return;
     const chunk = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
     this.pending = [];
     this.size = 0;
     this.target.write(chunk);
+  }
+
+  /** Drops what is pending and every later line. */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.pending = [];
+    this.size = 0;
+    this.closed = true;
   }
 }
 
@@ -94,6 +106,15 @@ export function stdoutLogBuffer(): LogBuffer {
   if (!stdoutLog) {
     const buffer = new LogBuffer(process.stdout);
     process.on('exit', () => buffer.flushSync());
+    // Whoever read the pipe went away (`coffer-server start | head`, a log
+    // shipper that died): the server keeps serving and stops logging, as pino's
+    // own destination does. Any other error is the process's as before.
+    const brokenPipe = (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') return buffer.close();
+      process.stdout.off('error', brokenPipe);
+      process.stdout.emit('error', err);
+    };
+    process.stdout.on('error', brokenPipe);
     stdoutLog = buffer;
   }
   return stdoutLog;
@@ -102,5 +123,5 @@ export function stdoutLogBuffer(): LogBuffer {
 /** Prints a line to stdout after every log line written before it. */
 export function printLine(text: string): void {
   stdoutLog?.flushSync();
-  process.stdout.write(`${text}\n`);
+  if (!process.stdout.destroyed) process.stdout.write(`${text}\n`);
 }

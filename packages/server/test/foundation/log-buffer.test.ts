@@ -54,6 +54,16 @@ describe('the log buffer in front of stdout', () => {
     }
   });
 
+  it('drops what waits and every later line once closed (its reader went away)', () => {
+    const target = collector();
+    const buffer = new LogBuffer(target, { maxDelayMs: 60_000 });
+    buffer.write(line(30, 'held'));
+    buffer.close();
+    buffer.write(line(50, 'after'));
+    buffer.flush();
+    assert.deepEqual(target.writes, []);
+  });
+
   it('never holds a line whose shape it does not know', () => {
     const target = collector();
     const buffer = new LogBuffer(target, { maxDelayMs: 60_000 });
@@ -118,5 +128,32 @@ describe('the server process writes every log line to stdout (real process)', ()
     );
     const lastAccess = messages.lastIndexOf('request completed');
     assert.ok(lastAccess < shutdown, 'every access line precedes the shutdown');
+  });
+});
+
+describe('a server whose stdout is no longer read (real process)', () => {
+  it('keeps answering and exits cleanly on SIGTERM, its log lines dropped', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'coffer-log-epipe-'));
+    const server = await startServerProcess({ DATA_DIR: dataDir, TLS: 'off', TRUST_PROXY: 'true' });
+    try {
+      // What `coffer-server start | head -1` does once head has its line: the pipe's reader closes.
+      server.child.stdout!.destroy();
+      for (let round = 0; round < 3; round++) {
+        const answers = await Promise.all(
+          Array.from({ length: 30 }, () => send(`${server.url}/healthz`)),
+        );
+        assert.deepEqual(
+          answers.map((res) => res.status),
+          answers.map(() => 200),
+        );
+        // Past the buffer's delay, so its writes meet the closed pipe.
+        await sleep(150);
+      }
+      const exit = await server.stop('SIGTERM');
+      assert.deepEqual(exit, { code: 0, signal: null }, server.output().stderr);
+    } finally {
+      await server.stop('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
