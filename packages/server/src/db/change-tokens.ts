@@ -42,6 +42,11 @@ const MAX_LOCAL_PROJECTS = 100_000;
  * `PRAGMA data_version` on the writing connection, which changes whenever
  * ANOTHER connection commits (another process on the same file, an operator's
  * `coffer-server` command) and never for this connection's own commits.
+ *
+ * That check (`foreignCommits`: a `pread` of the WAL index, a system call) is
+ * shared by the reads that arrive in the same turn of the event loop, as
+ * `RedisChangeTokens` shares its script: it runs once they have all arrived
+ * (`setImmediate`), so each read's token is still read after the read began.
  */
 export class LocalChangeTokens implements ChangeTokens {
   readonly degraded = false;
@@ -50,12 +55,32 @@ export class LocalChangeTokens implements ChangeTokens {
   private readonly writing = new Map<string, number>();
   /** Part of every token: bumped when `generations` is cleared to keep it bounded. */
   private epoch = 0;
+  /** The check of other connections' commits this turn's reads wait for. */
+  private check: Promise<number> | null = null;
 
   constructor(private readonly foreignCommits: () => number) {}
 
-  current(projectId: string): string | null {
+  current(projectId: string): string | null | Promise<string | null> {
     if (this.writing.has(projectId)) return null;
-    return `${this.foreignCommits()}:${this.epoch}:${this.generations.get(projectId) ?? 0}`;
+    return this.checkForeignCommits().then((foreign) =>
+      this.writing.has(projectId)
+        ? null
+        : `${foreign}:${this.epoch}:${this.generations.get(projectId) ?? 0}`,
+    );
+  }
+
+  private checkForeignCommits(): Promise<number> {
+    this.check ??= new Promise<number>((resolve, reject) =>
+      setImmediate(() => {
+        this.check = null;
+        try {
+          resolve(this.foreignCommits());
+        } catch (err) {
+          reject(err);
+        }
+      }),
+    );
+    return this.check;
   }
 
   async begin(projectId: string): Promise<() => Promise<void>> {

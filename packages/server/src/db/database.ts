@@ -37,9 +37,9 @@ export interface Db {
   /**
    * SQLite: `PRAGMA data_version` of the writing connection, which changes
    * whenever another connection (another process) commits, never for this
-   * connection's own commits. What `LocalChangeTokens` checks on every read;
-   * the pragma itself runs only when the WAL-index header shows a commit
-   * since the last check (`walIndexHeader`).
+   * connection's own commits. What `LocalChangeTokens` checks once per turn
+   * of the event loop with reads in it; the pragma itself runs only when the
+   * WAL-index header shows a commit since the last check (`walIndexHeader`).
    */
   foreignCommits?(): number;
   close(): Promise<void>;

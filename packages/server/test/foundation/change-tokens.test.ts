@@ -18,21 +18,21 @@ describe('change tokens in the process (SQLite)', () => {
   it('hold while nothing is written, are null during a write, and change after it', async () => {
     let foreign = 7;
     const tokens = new LocalChangeTokens(() => foreign);
-    const first = tokens.current(PROJECT);
-    assert.equal(tokens.current(PROJECT), first);
+    const first = await tokens.current(PROJECT);
+    assert.equal(await tokens.current(PROJECT), first);
     const end = await tokens.begin(PROJECT);
-    assert.equal(tokens.current(PROJECT), null, 'reads ask the database during a write');
-    assert.equal(tokens.current(OTHER), tokens.current(OTHER), 'other projects keep theirs');
-    const otherBefore = tokens.current(OTHER);
+    assert.equal(await tokens.current(PROJECT), null, 'reads ask the database during a write');
+    const otherDuring = await tokens.current(OTHER);
+    assert.equal(await tokens.current(OTHER), otherDuring, 'other projects keep theirs');
     await end();
-    const second = tokens.current(PROJECT);
+    const second = await tokens.current(PROJECT);
     assert.notEqual(second, null);
     assert.notEqual(second, first);
     await end(); // ending twice changes nothing
-    assert.equal(tokens.current(PROJECT), second);
-    assert.equal(tokens.current(OTHER), otherBefore);
+    assert.equal(await tokens.current(PROJECT), second);
+    assert.equal(await tokens.current(OTHER), otherDuring);
     foreign++; // another process committed
-    assert.notEqual(tokens.current(PROJECT), second);
+    assert.notEqual(await tokens.current(PROJECT), second);
   });
 
   it('two overlapping writes: null until both have ended', async () => {
@@ -40,9 +40,35 @@ describe('change tokens in the process (SQLite)', () => {
     const endA = await tokens.begin(PROJECT);
     const endB = await tokens.begin(PROJECT);
     await endA();
-    assert.equal(tokens.current(PROJECT), null);
+    assert.equal(await tokens.current(PROJECT), null);
     await endB();
-    assert.notEqual(tokens.current(PROJECT), null);
+    assert.notEqual(await tokens.current(PROJECT), null);
+  });
+
+  it('checks for other processes’ commits once per turn, after every read of the turn asked', async () => {
+    let checks = 0;
+    let foreign = 1;
+    const tokens = new LocalChangeTokens(() => (checks++, foreign));
+    const asked = [tokens.current(PROJECT), tokens.current(OTHER), tokens.current(PROJECT)];
+    // A commit elsewhere between the reads' arrival and the check: every one of them sees it.
+    foreign = 2;
+    const answers = await Promise.all(asked);
+    assert.equal(checks, 1);
+    for (const token of answers) assert.match(String(token), /^2:/);
+    assert.equal(answers[0], answers[2]);
+    await tokens.current(PROJECT);
+    assert.equal(checks, 2, 'a later turn checks again');
+  });
+
+  it('a failing check fails the reads that waited for it, and the next turn checks again', async () => {
+    let fail = true;
+    const tokens = new LocalChangeTokens(() => {
+      if (fail) throw new Error('disk I/O error');
+      return 3;
+    });
+    await assert.rejects(Promise.resolve(tokens.current(PROJECT)), /disk I\/O error/);
+    fail = false;
+    assert.match(String(await tokens.current(PROJECT)), /^3:/);
   });
 });
 
