@@ -305,13 +305,19 @@ export class RedisChangeTokens implements ChangeTokens {
 /**
  * Values of a project's reads, each stored with the `ChangeTokens` token read
  * before it was loaded and served only under that same token. Bounded by
- * entries and by weight (characters of the values); least recently used go
- * first. `hits` and `misses` are read by the metrics.
+ * entries and by weight (characters of the values). What goes first when it
+ * is full: the oldest entry not read since it was last passed over (a second
+ * chance, as the CLOCK algorithm gives, instead of moving an entry to the end
+ * of the map on every hit: that re-hashed the key twice on each cached read).
+ * `hits` and `misses` are read by the metrics.
  */
 export class TokenCache<V> {
   hits = 0;
   misses = 0;
-  private readonly entries = new Map<string, { token: string; value: V; weight: number }>();
+  private readonly entries = new Map<
+    string,
+    { token: string; value: V; weight: number; read: boolean }
+  >();
   private weight = 0;
 
   constructor(
@@ -326,21 +332,33 @@ export class TokenCache<V> {
       return undefined;
     }
     this.hits++;
-    // Re-inserted so Map order stays least recently used first.
-    this.entries.delete(key);
-    this.entries.set(key, entry);
+    entry.read = true;
     return entry.value;
   }
 
   set(key: string, token: string, value: V, weight = 1): void {
     if (weight > this.maxWeight) return;
     this.remove(key);
-    this.entries.set(key, { token, value, weight });
+    this.entries.set(key, { token, value, weight, read: false });
     this.weight += weight;
-    for (const [oldest] of this.entries) {
+    // Oldest first; one read since it was last passed over moves an entry to
+    // the end instead (met again at the end only if still over the bounds).
+    for (const [oldest, entry] of this.entries) {
       if (this.entries.size <= this.maxEntries && this.weight <= this.maxWeight) break;
-      this.remove(oldest);
+      if (oldest === key) continue;
+      if (entry.read) {
+        entry.read = false;
+        this.entries.delete(oldest);
+        this.entries.set(oldest, entry);
+      } else {
+        this.remove(oldest);
+      }
     }
+  }
+
+  /** How many values it holds. */
+  get size(): number {
+    return this.entries.size;
   }
 
   clear(): void {

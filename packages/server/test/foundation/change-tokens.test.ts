@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { LocalChangeTokens, RedisChangeTokens } from '../../src/db/change-tokens.js';
+import { LocalChangeTokens, RedisChangeTokens, TokenCache } from '../../src/db/change-tokens.js';
 import { AppError } from '../../src/errors.js';
 import { freePort, reachable, serviceMissing } from './server-process.js';
 
@@ -135,5 +135,41 @@ describe('change tokens in Redis (several instances)', () => {
     );
     assert.deepEqual(events, ['degraded'], 'said once per outage');
     down.disconnect();
+  });
+});
+
+describe('the cache of values under change tokens', () => {
+  it('serves a value only under the token it was stored with', () => {
+    const cache = new TokenCache<string>(10, 1_000);
+    cache.set('a', 't1', 'A');
+    assert.equal(cache.get('a', 't1'), 'A');
+    assert.equal(cache.get('a', 't2'), undefined);
+    assert.deepEqual([cache.hits, cache.misses], [1, 1]);
+  });
+
+  it('when full, drops the oldest value not read since, and keeps the ones being read', () => {
+    const cache = new TokenCache<string>(3, 1_000);
+    for (const key of ['a', 'b', 'c']) cache.set(key, 't', key);
+    assert.equal(cache.get('a', 't'), 'a');
+    cache.set('d', 't', 'd');
+    assert.equal(cache.size, 3);
+    assert.equal(cache.get('b', 't'), undefined, 'b: oldest of those not read');
+    for (const key of ['a', 'c', 'd']) assert.equal(cache.get(key, 't'), key);
+    // All three read: the one passed over first goes next, never the one just stored.
+    cache.set('e', 't', 'e');
+    assert.equal(cache.size, 3);
+    assert.equal(cache.get('e', 't'), 'e');
+  });
+
+  it('holds no more weight than its bound, however the values are read', () => {
+    const cache = new TokenCache<string>(1_000, 100);
+    for (let i = 0; i < 200; i++) {
+      cache.set(`k${i}`, 't', 'x'.repeat(30), 30);
+      cache.get(`k${i % 7}`, 't');
+    }
+    assert.ok(cache.size <= 3, `${cache.size} values of weight 30 under a bound of 100`);
+    assert.equal(cache.get('k199', 't'), 'x'.repeat(30));
+    cache.set('huge', 't', 'y'.repeat(200), 200);
+    assert.equal(cache.get('huge', 't'), undefined, 'a value above the bound is not kept');
   });
 });
