@@ -73,24 +73,25 @@ export class LogBuffer {
   }
 
   flushSync(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    if (this.pending.length === 0 || this.closed) return;
-    const chunk = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
-    this.pending = [];
-    this.size = 0;
-    this.target.write(chunk);
+    const chunk = this.take();
+    if (chunk !== null && !this.closed) this.target.write(chunk);
   }
 
   /** Drops what is pending and every later line. */
   close(): void {
+    this.take();
+    this.closed = true;
+  }
+
+  /** Empties the buffer (and stops its timer); what it held, joined, or null. */
+  private take(): string | null {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.pending.length === 0) return null;
+    const chunk = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
     this.pending = [];
     this.size = 0;
-    this.closed = true;
+    return chunk;
   }
 }
 

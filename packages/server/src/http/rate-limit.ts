@@ -117,8 +117,6 @@ local count = redis.call('INCRBY', KEYS[1], n)
 if count == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {count, n}`;
 
-const newLease = (window: number): Lease => ({ window, next: 1, end: 0, size: 1, pending: null });
-
 /** Most requests one instance reserves of a key's shared count at once. */
 const MAX_LEASE = 64;
 
@@ -161,27 +159,42 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** Without waiting while this instance's lease has positions left (most requests). */
   hit(key: string, windowSeconds: number, nowMs: number, limit: number): number | Promise<number> {
     const window = windowOf(windowSeconds, nowMs);
-    const lease = this.leases.get(key, window, () => newLease(window));
-    if (lease.next <= lease.end) return lease.next++;
-    if (lease.end > limit) return lease.end;
-    return this.hitReserving(key, windowSeconds, limit, window);
+    const taken = this.take(key, window, limit);
+    return typeof taken === 'number'
+      ? taken
+      : this.reserveThenTake(key, windowSeconds, limit, window, taken);
   }
 
-  private async hitReserving(
+  /** The key's next position in `window`, or its lease when that has none left to give. */
+  private take(key: string, window: number, limit: number): number | Lease {
+    const lease = this.leases.get(key, window, () => ({
+      window,
+      next: 1,
+      end: 0,
+      size: 1,
+      pending: null,
+    }));
+    if (lease.next <= lease.end) return lease.next++;
+    // Counts only grow within a window: once over the limit, refused until it ends.
+    if (lease.end > limit) return lease.end;
+    return lease;
+  }
+
+  private async reserveThenTake(
     key: string,
     windowSeconds: number,
     limit: number,
     window: number,
+    lease: Lease,
   ): Promise<number> {
     for (;;) {
-      const lease = this.leases.get(key, window, () => newLease(window));
-      if (lease.next <= lease.end) return lease.next++;
-      // Counts only grow within a window: once over the limit, refused until it ends.
-      if (lease.end > limit) return lease.end;
       lease.pending ??= this.reserve(key, windowSeconds, limit, lease).finally(() => {
         lease.pending = null;
       });
       await lease.pending;
+      const taken = this.take(key, window, limit);
+      if (typeof taken === 'number') return taken;
+      lease = taken;
     }
   }
 
