@@ -101,7 +101,6 @@ function parse(argv: string[]) {
 }
 
 const options = parse(process.argv.slice(2));
-const CONCURRENCY = options.inFlight;
 if (!options.cpu && spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
 if (options.scenarios.length === 0) throw new Error(`no scenario matches\n\n${USAGE}`);
@@ -216,7 +215,7 @@ class CountedServer {
         fail(new Error(`${checkout.name} server exited (${code}); log in ${workDir}`)),
       );
     });
-    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONCURRENCY });
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: options.inFlight });
     return new CountedServer(checkout, child, outDir, env, pool);
   }
 
@@ -266,7 +265,7 @@ class CountedServer {
           throw new Error(`${scenario.id} on ${this.checkout.name}: ${res.statusCode} ${body}`);
       }
     };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    await Promise.all(Array.from({ length: options.inFlight }, worker));
     if (!counted) return 0;
     if (options.cpu) return (this.cpuNs() - cpuBefore) / n;
     const before = new Set(readdirSync(this.outDir));
@@ -335,7 +334,7 @@ await Promise.all(servers.map((s) => s.stop()));
 await Promise.all(checkouts.map((c) => c.backend?.dispose()));
 
 console.log(
-  `\n${options.cpu ? 'Server CPU nanoseconds per request (all threads' : 'Server instructions per request (callgrind'}; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${CONCURRENCY} in flight, mean of ${options.reps} repetitions)`,
+  `\n${options.cpu ? 'Server CPU nanoseconds per request (all threads' : 'Server instructions per request (callgrind'}; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${options.inFlight} in flight, mean of ${options.reps} repetitions)`,
 );
 console.log(
   `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${options.baseline ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,

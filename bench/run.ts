@@ -133,9 +133,8 @@ async function measureCeilings(
   const readShapeFile = join(workDir, 'read-shape.json');
   if (fixture) writeFileSync(readShapeFile, JSON.stringify(fixture.readShape));
   // With --profile the bare stack is profiled too, to compare a read with it function by function.
-  const profileDir = options.profile
-    ? join(workDir, `profile-ceiling-${comparedWith.replace(/\W+/g, '-')}`)
-    : null;
+  const slug = comparedWith.replace(/\W+/g, '-');
+  const profileDir = options.profile ? join(workDir, `profile-ceiling-${slug}`) : null;
   const server = await startProcess({
     name: 'ceiling server',
     args: [
@@ -152,8 +151,7 @@ async function measureCeilings(
     ready: /listening on (\S+)/,
     logFile: join(workDir, 'ceiling.log'),
   });
-  let readShapedWindow: Window | null = null;
-  let readShapedRequests = 0;
+  /** Measures one route: its req/s, and its run for a profile's comparisons. */
   const measure = async (id: string, title: string, path: string) => {
     const { result, cpu, window } = await measureLoad(
       load,
@@ -176,15 +174,11 @@ async function measureCeilings(
       target: null,
       pass: null,
     });
-    if (id === 'ceiling-read-shaped') {
-      readShapedWindow = window;
-      readShapedRequests = result.requests;
-    }
-    return result.rps;
+    return { rps: result.rps, run: { window, requests: result.requests } };
   };
   try {
-    const tinyRps = await measure('ceiling', 'ceiling: bare Fastify, tiny JSON', '/ceiling');
-    const listingSizedRps =
+    const tiny = await measure('ceiling', 'ceiling: bare Fastify, tiny JSON', '/ceiling');
+    const listingSized =
       listingBytes === null
         ? null
         : await measure(
@@ -192,7 +186,7 @@ async function measureCeilings(
             `ceiling: bare Fastify, ${(listingBytes / 1000).toFixed(0)} KB JSON`,
             `/ceiling/json/${listingBytes}`,
           );
-    const readShapedRps =
+    const readShaped =
       fixture === null
         ? null
         : await measure(
@@ -200,18 +194,17 @@ async function measureCeilings(
             "ceiling: bare Fastify, a read's answer replayed (headers and body)",
             '/ceiling/read-shaped',
           );
+    // Stopped before its profile is read: the profile is written at exit.
     await server.stop();
     const profile = profileDir
-      ? findProfile(
-          profileDir,
-          join(resultsDir, `ceiling-${comparedWith.replace(/\W+/g, '-')}.cpuprofile`),
-        )
+      ? findProfile(profileDir, join(resultsDir, `ceiling-${slug}.cpuprofile`))
       : null;
-    const readShapedProfile =
-      profile && readShapedWindow
-        ? { file: profile, window: readShapedWindow, requests: readShapedRequests }
-        : null;
-    return { tinyRps, listingSizedRps, readShapedRps, readShapedProfile };
+    return {
+      tinyRps: tiny.rps,
+      listingSizedRps: listingSized?.rps ?? null,
+      readShapedRps: readShaped?.rps ?? null,
+      readShapedProfile: profile && readShaped ? { ...readShaped.run, file: profile } : null,
+    };
   } finally {
     await server.stop();
   }
@@ -382,14 +375,9 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   backends.add(backend);
   const profileDir = options.profile ? join(workDir, `profile-${name}`) : undefined;
   const windows: Window[] = [];
-  /** Runs to compare, function by function, with a baseline (--profile): `file` null is this server's. */
-  const comparisons: {
-    window: Window;
-    requests: number;
-    base: Omit<ProfiledRun, 'file'> & { file: string | null };
-    baseLabel: string;
-  }[] = [];
-  const profiledRuns = new Map<string, { window: Window; requests: number }>();
+  /** Measured runs by scenario id, for the function-by-function comparisons (--profile). */
+  const profiledRuns = new Map<string, Omit<ProfiledRun, 'file'>>();
+  let bareRead: ProfiledRun | null = null;
   let maxLoadRssMiB = 0;
   let server: ServerProcess | null = null;
   try {
@@ -424,6 +412,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     const httpScenarios = HTTP_SCENARIOS.filter((s) => selected(s.id));
     const ceilings = httpScenarios.length ? await measureCeilings(false, name, fixture) : null;
     if (ceilings) lastCeilings = ceilings;
+    bareRead = ceilings?.readShapedProfile ?? null;
     for (const scenario of httpScenarios) {
       const counting =
         counter && READ_SCENARIO_IDS.has(scenario.id) ? countStatements(counter) : null;
@@ -438,20 +427,6 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       if (counting) await counting.report(scenario, name);
       windows.push(window);
       profiledRuns.set(scenario.id, { window, requests: result.requests });
-      if (scenario.readSized && ceilings?.readShapedProfile) {
-        const base = ceilings.readShapedProfile;
-        comparisons.push({
-          window,
-          requests: result.requests,
-          base,
-          baseLabel: "the bare route's",
-        });
-      }
-      const plain = profiledRuns.get('write-secret');
-      if (scenario.id === 'write-secret-keyed' && plain) {
-        const base = { ...plain, file: null };
-        comparisons.push({ window, requests: result.requests, base, baseLabel: 'a plain write' });
-      }
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
     }
     keyedWriteCost(name);
@@ -527,13 +502,36 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   }
   if (profileDir) {
     const file = findProfile(profileDir, join(resultsDir, `server-${name}.cpuprofile`));
-    if (file) profiles.push(renderProfiles(name, summariseProfile(file, windows)));
-    for (const c of file ? comparisons : []) {
-      const run = { file: file!, window: c.window, requests: c.requests };
-      const base = { ...c.base, file: c.base.file ?? file! };
-      profiles.push(renderProfileComparison(`${c.window.label} (${name})`, run, base, c.baseLabel));
+    if (file) {
+      profiles.push(renderProfiles(name, summariseProfile(file, windows)));
+      profiles.push(...profileComparisons(file, name, profiledRuns, bareRead));
     }
   }
+}
+
+/** A read against the bare route replaying its answer, a keyed write against a plain one. */
+function profileComparisons(
+  file: string,
+  backend: string,
+  runs: ReadonlyMap<string, Omit<ProfiledRun, 'file'>>,
+  bareRead: ProfiledRun | null,
+): string[] {
+  const inFile = (id: string) => {
+    const run = runs.get(id);
+    return run ? { ...run, file } : null;
+  };
+  const out: string[] = [];
+  for (const scenario of HTTP_SCENARIOS) {
+    const run = inFile(scenario.id);
+    if (!run) continue;
+    const label = `${run.window.label} (${backend})`;
+    if (scenario.readSized && bareRead) {
+      out.push(renderProfileComparison(label, run, bareRead, "the bare route's"));
+    }
+    const plain = scenario.id === 'write-secret-keyed' ? inFile('write-secret') : null;
+    if (plain) out.push(renderProfileComparison(label, run, plain, 'a plain write'));
+  }
+  return out;
 }
 
 /**

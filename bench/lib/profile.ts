@@ -59,21 +59,42 @@ function top(counts: Map<string, number>, total: number, n: number): HotSpot[] {
     .map(([name, count]) => ({ name, selfShare: count / total }));
 }
 
+type CallFrame = CpuProfile['nodes'][number]['callFrame'];
+
+/**
+ * The samples of `profile` inside `window`: the function each was taken in and
+ * the microseconds it stands for (the time until the next sample).
+ */
+function* samplesIn(
+  profile: CpuProfile,
+  window: Window,
+): Generator<{ frame: CallFrame; spanUs: number }> {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]!;
+    if (t < window.startUs || t > window.endUs) continue;
+    yield { frame: nodes.get(profile.samples[i]!)!, spanUs: profile.timeDeltas[i + 1] ?? 0 };
+  }
+}
+
+/** `function file:line`, as the reports name a function. */
+function functionName(frame: CallFrame): string {
+  const file = frame.url.split('/').pop() ?? '';
+  return `${frame.functionName || '(anonymous)'} ${file ? `${file}:${frame.lineNumber + 1}` : ''}`;
+}
+
+const readProfile = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+
 /** Self time per function and per package inside each window, from a `--cpu-prof` file. */
 export function summariseProfile(file: string, windows: Window[], topN = 12): WindowProfile[] {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const profile = readProfile(file);
   return windows.map((w) => {
     const byFunction = new Map<string, number>();
     const byModule = new Map<string, number>();
-    let t = profile.startTime;
     let total = 0;
-    for (let i = 0; i < profile.samples.length; i++) {
-      t += profile.timeDeltas[i]!;
-      if (t < w.startUs || t > w.endUs) continue;
-      const frame = nodes.get(profile.samples[i]!)!;
-      const file = frame.url.split('/').pop() ?? '';
-      const name = `${frame.functionName || '(anonymous)'} ${file ? `${file}:${frame.lineNumber + 1}` : ''}`;
+    for (const { frame } of samplesIn(profile, w)) {
+      const name = functionName(frame);
       byFunction.set(name, (byFunction.get(name) ?? 0) + 1);
       const mod = frame.functionName === '(idle)' ? '(idle)' : moduleOf(frame.url);
       byModule.set(mod, (byModule.get(mod) ?? 0) + 1);
@@ -122,22 +143,13 @@ export interface ProfiledRun {
 
 /** Main-thread CPU µs per request, by function, of one profiled run (idle samples left out). */
 function microsPerRequest(run: ProfiledRun): { total: number; byFunction: Map<string, number> } {
-  const profile = JSON.parse(readFileSync(run.file, 'utf8')) as CpuProfile;
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const byFunction = new Map<string, number>();
-  let t = profile.startTime;
   let total = 0;
-  for (let i = 0; i < profile.samples.length; i++) {
-    t += profile.timeDeltas[i]!;
-    if (t < run.window.startUs || t > run.window.endUs) continue;
-    // A sample stands for the time until the next one.
-    const span = profile.timeDeltas[i + 1] ?? 0;
-    const frame = nodes.get(profile.samples[i]!)!;
+  for (const { frame, spanUs } of samplesIn(readProfile(run.file), run.window)) {
     if (frame.functionName === '(idle)') continue;
-    const file = frame.url.split('/').pop() ?? '';
-    const name = `${frame.functionName || '(anonymous)'} ${file ? `${file}:${frame.lineNumber + 1}` : ''}`;
-    byFunction.set(name, (byFunction.get(name) ?? 0) + span);
-    total += span;
+    const name = functionName(frame);
+    byFunction.set(name, (byFunction.get(name) ?? 0) + spanUs);
+    total += spanUs;
   }
   const perRequest = (us: number) => us / Math.max(1, run.requests);
   return {
