@@ -3,7 +3,6 @@
 // Run `npm run bench:instructions -- --help` for the options; docs/performance.md
 // says when to reach for it instead of `npm run bench`.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import {
   cpSync,
   createWriteStream,
@@ -24,6 +23,7 @@ import {
   UNCAPPED_RATE_LIMITS,
   type Backend,
 } from './lib/environment.js';
+import { newIdempotencyKey } from '@coffer/sdk';
 import { parseFlags } from './lib/options.js';
 import { freePort } from './lib/processes.js';
 import type { Fixture } from './scenarios/fixture.js';
@@ -256,7 +256,7 @@ class CountedServer {
           path: variant.path,
           // A new key per request, as the SDK sends with every write.
           headers: plan.idempotencyKeys
-            ? { ...plan.headers, 'idempotency-key': randomBytes(24).toString('base64url') }
+            ? { ...plan.headers, 'idempotency-key': newIdempotencyKey() }
             : plan.headers,
           ...(variant.body !== undefined ? { body: variant.body } : {}),
         });

@@ -2,8 +2,8 @@
 // the server under test. The parent (bench/run.ts) sends one LoadPlan at a time
 // over IPC; each plan is a warm-up run followed by the measured run.
 import autocannon from 'autocannon';
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { newIdempotencyKey } from '@coffer/sdk';
 import type { LoadPlan, LoadResult } from './lib/load.js';
 
 // A 304 never has a body (RFC 9110 §15.4.5), whatever Content-Length says. Real
@@ -50,7 +50,7 @@ function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
                   if (plan.idempotencyKeys) {
                     req.headers = {
                       ...req.headers,
-                      'idempotency-key': randomBytes(24).toString('base64url'),
+                      'idempotency-key': newIdempotencyKey(),
                     };
                   }
                   return req;

@@ -223,7 +223,10 @@ describe('CofferClient transport', () => {
     handlers.push(unavailable, (_q, res) => json(res, 201, { data: 'once' }));
     assert.equal(await c.request('POST', '/v1/x', { body: {} }), 'once');
     const [first, second] = seen.slice(-2).map((q) => q.headers['idempotency-key']);
-    assert.match(String(first), /^[A-Za-z0-9_-]{32}$/);
+    // Its time (hex milliseconds), a dot, 24 random bytes: the server stores it in time order.
+    assert.match(String(first), /^[0-9a-f]{12}\.[A-Za-z0-9_-]{32}$/);
+    const made = parseInt(String(first).slice(0, 12), 16);
+    assert.ok(Math.abs(made - Date.now()) < 60_000, `made at ${made}`);
     assert.equal(second, first, 'the retry carries the same key');
     // Sign-up and log-in carry no credential, so no key: never repeated.
     handlers.push(unavailable, (_q, res) => json(res, 200, { data: 'never' }));

@@ -106,12 +106,17 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 /** The header that makes a write safe to repeat (docs/api-reliability.md). */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 
-/** A new idempotency key: 32 base64url characters from 24 random bytes. */
-export function newIdempotencyKey(): string {
+/**
+ * A new idempotency key: the time (12 hex digits of Unix milliseconds), a dot
+ * and 32 base64url characters from 24 random bytes. The server stores keys
+ * that start with their time in time order (docs/api-reliability.md).
+ */
+export function newIdempotencyKey(now: number = Date.now()): string {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(24));
   let binary = '';
   for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_');
+  const random = btoa(binary).replace(/\+/g, '-').replace(/\//g, '_');
+  return `${Math.floor(now).toString(16).padStart(12, '0')}.${random}`;
 }
 
 /**

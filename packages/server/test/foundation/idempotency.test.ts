@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest, Agent } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { newIdempotencyKey } from '@coffer/sdk';
+import { keyLookup } from '../../src/domains/idempotency/idempotency.service.js';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { as, dataOf } from '../support/http.js';
@@ -99,6 +101,40 @@ for (const dialect of DIALECTS) {
       const deletedAgain = await send('DELETE', secretPath(env, 'MOVED'), undefined, deleteKey);
       assert.deepEqual(answerOf(deletedAgain), answerOf(deleted));
       assert.equal(deletedAgain.headers['idempotent-replayed'], 'true');
+    });
+
+    it("a key that starts with its time (the SDK's) is stored under that time, and still replays", async () => {
+      const env = project.env.development.id;
+      const body = { value: envelope(project, env, 'TIMED', 'v') };
+      const made = Date.now();
+      const timed = newIdempotencyKey(made);
+      const [first, second] = [
+        await send('PUT', secretPath(env, 'TIMED'), body, timed),
+        await send('PUT', secretPath(env, 'TIMED'), body, timed),
+      ];
+      assert.equal(first.statusCode, 201, first.body);
+      assert.deepEqual(answerOf(second), answerOf(first));
+      assert.equal(second.headers['idempotent-replayed'], 'true');
+      const random = newKey();
+      assert.equal((await send('PUT', secretPath(env, 'TIMED'), body, random)).statusCode, 200);
+      const rows = await t.testDb.db.kysely
+        .selectFrom('idempotency_keys')
+        .select('lookup')
+        .where('lookup', 'in', [
+          keyLookup(`user:${project.admin.id}`, timed),
+          keyLookup(`user:${project.admin.id}`, random),
+        ])
+        .execute();
+      const lookups = rows.map((r) => r.lookup).sort((a, b) => a.length - b.length);
+      assert.equal(lookups.length, 2, 'one row per key');
+      // A random key: SHA-256 alone. A timed one: its time first, so rows go in time order.
+      assert.match(lookups[0]!, /^[0-9a-f]{64}$/);
+      assert.match(lookups[1]!, /^[0-9a-f]{76}$/);
+      assert.equal(parseInt(lookups[1]!.slice(0, 12), 16), made);
+      // Only the time is taken from the key: nothing of its random part is stored.
+      const randomPart = timed.slice(13);
+      const all = await t.testDb.db.kysely.selectFrom('idempotency_keys').selectAll().execute();
+      for (const row of all) assert.ok(!JSON.stringify(row).includes(randomPart.slice(0, 8)));
     });
 
     it('the same key with another body, method or URL is refused: 422 idempotency_key_reused', async () => {

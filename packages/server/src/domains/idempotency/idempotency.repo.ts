@@ -63,7 +63,7 @@ export async function insertCommittedKey(
 
 /** What each column of a key's row may hold, so that it can be written into SQL text. */
 const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable | 'now', RegExp> = {
-  lookup: /^[0-9a-f]{64}$/,
+  lookup: /^(?:[0-9a-f]{12})?[0-9a-f]{64}$/,
   owner: /^[a-z_]+:[0-9A-Za-z_]+$/,
   fingerprint: /^[0-9a-f]{64}$/,
   result: /^[0-9A-Za-z+/=]*$/,
