@@ -126,6 +126,105 @@ interface Ceilings {
 }
 
 /** The bare Fastify routes in their own process, on the same certificate and load generator. */
+/** The bare Fastify server the ceilings are measured on (bench/ceiling-server.ts). */
+async function startCeilingServer(
+  plain: boolean,
+  opts: { profileDir?: string; readShapeFile?: string } = {},
+): Promise<ServerProcess> {
+  return startProcess({
+    name: 'ceiling server',
+    args: [
+      '--import',
+      'tsx',
+      ...(opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
+      join(root, 'bench/ceiling-server.ts'),
+    ],
+    env: {
+      PORT: String(await freePort()),
+      ...(plain ? {} : { CERT_FILE: tls.certFile, KEY_FILE: tls.keyFile }),
+      ...(opts.readShapeFile ? { READ_SHAPE_FILE: opts.readShapeFile } : {}),
+    },
+    ready: /listening on (\S+)/,
+    logFile: join(workDir, 'ceiling.log'),
+  });
+}
+
+const fmtRps = (n: number) => Math.round(n).toLocaleString('en-US');
+/** Rounds of `againstBareRoute`. */
+const ALTERNATING_ROUNDS = 3;
+
+/**
+ * A scenario's share of the bare route (tiny JSON), measured in alternating
+ * rounds: the bare route, then the scenario, three times over, each a short
+ * run of its own. The table's ratio divides by a ceiling measured minutes
+ * earlier, and this machine's speed drifts within minutes (seen: the plain
+ * HTTP read at 56.6 % and 38.4 % of it in two runs an hour apart); here both
+ * sides of each round see the same machine. The median round is the figure.
+ */
+async function againstBareRoute(
+  scenario: HttpScenario,
+  server: ServerProcess,
+  fixture: Fixture,
+  label: string,
+  plain: boolean,
+): Promise<void> {
+  const bare = await startCeilingServer(plain);
+  const short: Timing = {
+    ...timing,
+    warmupSeconds: 1,
+    seconds: Math.max(2, Math.round(timing.seconds / 3)),
+  };
+  const rounds: Array<{ bare: number; scenario: number }> = [];
+  let failures = 0;
+  try {
+    for (let round = 0; round < ALTERNATING_ROUNDS; round++) {
+      const ceiling = await measureLoad(
+        load,
+        bare,
+        { url: `${bare.url}/ceiling`, method: 'GET', headers: {} },
+        short,
+        'bare route',
+      );
+      const measured = await measureLoad(
+        load,
+        server,
+        scenario.plan(fixture, server.url),
+        short,
+        scenario.title,
+      );
+      const { result } = measured;
+      failures += result.errors + result.timeouts + result.requests - (result.statuses[200] ?? 0);
+      rounds.push({ bare: ceiling.result.rps, scenario: result.rps });
+    }
+  } finally {
+    await bare.stop();
+  }
+  const shares = rounds.map((r) => (100 * r.scenario) / r.bare).sort((a, b) => a - b);
+  const median = shares[Math.floor(shares.length / 2)]!;
+  push(
+    judge(
+      {
+        kind: 'value',
+        id: `${scenario.id}-share`,
+        title: `${scenario.title}, % of the bare route, alternating`,
+        backend: label,
+        value: failures > 0 ? 0 : median,
+        unit: '%',
+        detail:
+          failures > 0
+            ? `${failures} answers not 200: not measured`
+            : `median of ${ALTERNATING_ROUNDS} rounds of ${short.seconds} s each (${shares.map((x) => x.toFixed(1)).join(', ')} %); ` +
+              rounds.map((r) => `${fmtRps(r.scenario)} vs ${fmtRps(r.bare)}`).join(', ') +
+              ' req/s',
+        target: targets.readShare,
+        pass: null,
+        breakdown: { rounds },
+      },
+      null,
+    ),
+  );
+}
+
 async function measureCeilings(
   plain: boolean,
   comparedWith: string,
@@ -137,21 +236,9 @@ async function measureCeilings(
   // With --profile the bare stack is profiled too, to compare a read with it function by function.
   const slug = comparedWith.replace(/\W+/g, '-');
   const profileDir = options.profile ? join(workDir, `profile-ceiling-${slug}`) : null;
-  const server = await startProcess({
-    name: 'ceiling server',
-    args: [
-      '--import',
-      'tsx',
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      join(root, 'bench/ceiling-server.ts'),
-    ],
-    env: {
-      PORT: String(await freePort()),
-      ...(plain ? {} : { CERT_FILE: tls.certFile, KEY_FILE: tls.keyFile }),
-      ...(fixture ? { READ_SHAPE_FILE: readShapeFile } : {}),
-    },
-    ready: /listening on (\S+)/,
-    logFile: join(workDir, 'ceiling.log'),
+  const server = await startCeilingServer(plain, {
+    ...(profileDir ? { profileDir } : {}),
+    ...(fixture ? { readShapeFile } : {}),
   });
   /** Measures one route: its req/s, and its run for a profile's comparisons. */
   const measure = async (id: string, title: string, path: string) => {
@@ -436,6 +523,8 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       windows.push(window);
       profiledRuns.set(scenario.id, { window, requests: result.requests });
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);
+      if (scenario.id === 'read-secret' && !options.profile)
+        await againstBareRoute(scenario, server, fixture, name, false);
     }
     keyedWriteCost(name);
     if (name === 'postgres' && selected('write-secret')) await measurePostgresAlone(backend);
@@ -641,8 +730,10 @@ async function runPlainHttp(): Promise<void> {
     const fixture = await createFixture({ baseUrl: server.url, caFile: null, say });
     const ceilings = await measureCeilings(true, 'sqlite, http', fixture);
     for (const scenario of PLAIN_HTTP_SCENARIOS) {
-      if (selected(scenario.id))
-        await measureScenario(scenario, server, fixture, 'sqlite, http', ceilings);
+      if (!selected(scenario.id)) continue;
+      await measureScenario(scenario, server, fixture, 'sqlite, http', ceilings);
+      if (scenario.id === 'http-read-secret')
+        await againstBareRoute(scenario, server, fixture, 'sqlite, http', true);
     }
   } finally {
     await server?.stop();

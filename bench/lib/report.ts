@@ -74,6 +74,10 @@ export const targets = {
       ceiling !== null &&
       row.result.rps >= 0.5 * ceiling,
   },
+  readShare: {
+    text: '≥ 50 %',
+    check: (row) => row.kind === 'value' && row.value >= 50,
+  },
   write: {
     text: '≥ 2,000 req/s',
     check: (row) => row.kind === 'load' && row.result.rps >= 2_000,
