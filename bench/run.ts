@@ -12,7 +12,7 @@ import {
   type Backend,
   type Tls,
 } from './lib/environment.js';
-import { LoadGenerator, type LoadResult } from './lib/load.js';
+import { LoadGenerator, type LoadPlan, type LoadResult } from './lib/load.js';
 import { MB, measureLoad, type MeasureExtras, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
@@ -25,7 +25,14 @@ import {
   type Window,
 } from './lib/profile.js';
 import { freePort, startProcess, terminateAll, type ServerProcess } from './lib/processes.js';
-import { judge, renderTables, targets, type LoadRow, type Row } from './lib/report.js';
+import {
+  judge,
+  renderTables,
+  targets,
+  type LoadRow,
+  type Row,
+  type ValueRow,
+} from './lib/report.js';
 import { createFixture, type Fixture } from './scenarios/fixture.js';
 import {
   HTTP_SCENARIOS,
@@ -150,17 +157,68 @@ async function startCeilingServer(
 }
 
 const fmtRps = (n: number) => Math.round(n).toLocaleString('en-US');
-/** Rounds of `againstBareRoute`. */
-const ALTERNATING_ROUNDS = 3;
+/** Rounds of an alternating measurement. */
+const ALTERNATING_ROUNDS = 5;
+
+/** One side of an alternating measurement: a server and the load it gets. */
+interface Side {
+  server: ServerProcess;
+  plan: Omit<LoadPlan, keyof Timing>;
+  expectStatus: number;
+  label: string;
+}
 
 /**
- * A scenario's share of the bare route (tiny JSON), measured in alternating
- * rounds: the bare route, then the scenario, three times over, each a short
- * run of its own. The table's ratio divides by a ceiling measured minutes
- * earlier, and this machine's speed drifts within minutes (seen: the plain
- * HTTP read at 56.6 % and 38.4 % of it in two runs an hour apart); here both
- * sides of each round see the same machine. The median round is the figure.
+ * One share measured in alternating rounds: `base`, then `measured`, five
+ * times over, each a short run of its own, and the median round's
+ * `measured / base` in %. The table's ratios divide by figures measured
+ * minutes apart, and this machine's speed drifts within minutes (seen: the
+ * plain HTTP read at 56.6 % and 38.4 % of the bare route in two runs an hour
+ * apart); here both sides of each round see the same machine.
  */
+async function alternatingShare(
+  row: Pick<ValueRow, 'id' | 'title' | 'backend' | 'target'>,
+  base: Side,
+  measured: Side,
+): Promise<void> {
+  const short: Timing = {
+    ...timing,
+    warmupSeconds: 1,
+    seconds: Math.max(2, Math.round(timing.seconds / ALTERNATING_ROUNDS)),
+  };
+  const rounds: Array<{ base: number; measured: number }> = [];
+  let failures = 0;
+  const run = async (side: Side) => {
+    const { result } = await measureLoad(load, side.server, side.plan, short, side.label);
+    const expected = result.statuses[side.expectStatus] ?? 0;
+    failures += result.errors + result.timeouts + result.requests - expected;
+    return result.rps;
+  };
+  for (let round = 0; round < ALTERNATING_ROUNDS; round++)
+    rounds.push({ base: await run(base), measured: await run(measured) });
+  const shares = rounds.map((r) => (100 * r.measured) / r.base).sort((a, b) => a - b);
+  push(
+    judge(
+      {
+        ...row,
+        kind: 'value',
+        value: failures > 0 ? 0 : shares[Math.floor(shares.length / 2)]!,
+        unit: '%',
+        detail:
+          failures > 0
+            ? `${failures} answers not as expected: not measured`
+            : `median of ${ALTERNATING_ROUNDS} rounds of ${short.seconds} s each (${shares.map((x) => x.toFixed(1)).join(', ')} %); ` +
+              rounds.map((r) => `${fmtRps(r.measured)} vs ${fmtRps(r.base)}`).join(', ') +
+              ' req/s',
+        pass: null,
+        breakdown: { rounds },
+      },
+      null,
+    ),
+  );
+}
+
+/** A scenario's share of the bare route (tiny JSON), in alternating rounds. */
 async function againstBareRoute(
   scenario: HttpScenario,
   server: ServerProcess,
@@ -169,60 +227,87 @@ async function againstBareRoute(
   plain: boolean,
 ): Promise<void> {
   const bare = await startCeilingServer(plain);
-  const short: Timing = {
-    ...timing,
-    warmupSeconds: 1,
-    seconds: Math.max(2, Math.round(timing.seconds / 3)),
-  };
-  const rounds: Array<{ bare: number; scenario: number }> = [];
-  let failures = 0;
   try {
-    for (let round = 0; round < ALTERNATING_ROUNDS; round++) {
-      const ceiling = await measureLoad(
-        load,
-        bare,
-        { url: `${bare.url}/ceiling`, method: 'GET', headers: {} },
-        short,
-        'bare route',
-      );
-      const measured = await measureLoad(
-        load,
-        server,
-        scenario.plan(fixture, server.url),
-        short,
-        scenario.title,
-      );
-      const { result } = measured;
-      failures += result.errors + result.timeouts + result.requests - (result.statuses[200] ?? 0);
-      rounds.push({ bare: ceiling.result.rps, scenario: result.rps });
-    }
-  } finally {
-    await bare.stop();
-  }
-  const shares = rounds.map((r) => (100 * r.scenario) / r.bare).sort((a, b) => a - b);
-  const median = shares[Math.floor(shares.length / 2)]!;
-  push(
-    judge(
+    await alternatingShare(
       {
-        kind: 'value',
         id: `${scenario.id}-share`,
         title: `${scenario.title}, % of the bare route, alternating`,
         backend: label,
-        value: failures > 0 ? 0 : median,
-        unit: '%',
-        detail:
-          failures > 0
-            ? `${failures} answers not 200: not measured`
-            : `median of ${ALTERNATING_ROUNDS} rounds of ${short.seconds} s each (${shares.map((x) => x.toFixed(1)).join(', ')} %); ` +
-              rounds.map((r) => `${fmtRps(r.scenario)} vs ${fmtRps(r.bare)}`).join(', ') +
-              ' req/s',
         target: targets.readShare,
-        pass: null,
-        breakdown: { rounds },
       },
-      null,
-    ),
-  );
+      {
+        server: bare,
+        plan: { url: `${bare.url}/ceiling`, method: 'GET', headers: {} },
+        expectStatus: 200,
+        label: 'bare route',
+      },
+      {
+        server,
+        plan: scenario.plan(fixture, server.url),
+        expectStatus: scenario.expectStatus,
+        label: scenario.title,
+      },
+    );
+  } finally {
+    await bare.stop();
+  }
+}
+
+/** The reads whose PostgreSQL + Redis figure is compared with SQLite's. */
+const COMPARED_READS = ['list-secrets', 'read-secret'];
+
+/**
+ * The reads on PostgreSQL + Redis as a share of the same reads on SQLite, in
+ * alternating rounds against a server of each, both running (the idle one
+ * costs nothing): the backends' own runs are minutes apart.
+ */
+async function comparePostgresWithSqlite(): Promise<void> {
+  say('\nPostgreSQL + Redis against SQLite, alternating:');
+  const dir = join(workDir, 'compared');
+  const prepared = [
+    await prepareBackend('sqlite', dir, process.env),
+    await prepareBackend('postgres', dir, process.env),
+  ];
+  for (const backend of prepared) backends.add(backend);
+  const servers: ServerProcess[] = [];
+  try {
+    const sides: Array<{ server: ServerProcess; fixture: Fixture }> = [];
+    for (const backend of prepared) {
+      const server = await startCoffer({ root, backend, tls, logLevel: options.logLevel });
+      servers.push(server);
+      sides.push({
+        server,
+        fixture: await createFixture({ baseUrl: server.url, caFile: tls.certFile, say }),
+      });
+    }
+    const [sqlite, postgres] = sides as [(typeof sides)[0], (typeof sides)[0]];
+    for (const id of COMPARED_READS) {
+      if (!selected(id)) continue;
+      const scenario = HTTP_SCENARIOS.find((s) => s.id === id)!;
+      const side = ({ server, fixture }: (typeof sides)[0], label: string): Side => ({
+        server,
+        plan: scenario.plan(fixture, server.url),
+        expectStatus: scenario.expectStatus,
+        label: `${scenario.title} (${label})`,
+      });
+      await alternatingShare(
+        {
+          id: `${id}-postgres-share`,
+          title: `${scenario.title}: PostgreSQL + Redis, % of SQLite, alternating`,
+          backend: 'postgres',
+          target: targets.postgresShare,
+        },
+        side(sqlite, 'sqlite'),
+        side(postgres, 'postgres'),
+      );
+    }
+  } finally {
+    for (const server of servers) await server.stop();
+    for (const backend of prepared) {
+      await backend.dispose();
+      backends.delete(backend);
+    }
+  }
 }
 
 async function measureCeilings(
@@ -792,6 +877,8 @@ try {
   if (BACKEND_IDS.some(selected)) for (const backend of options.backends) await runBackend(backend);
   if (options.backends.includes('postgres') && SCALED_OUT_SCENARIOS.some((s) => selected(s.id)))
     await runScaledOut();
+  if (options.backends.length === 2 && !options.profile && COMPARED_READS.some(selected))
+    await comparePostgresWithSqlite();
   if (!options.quick && PLAIN_HTTP_SCENARIOS.some((s) => selected(s.id))) await runPlainHttp();
   if (DASHBOARD_IDS.some(selected)) await runDashboard();
 } catch (err) {

@@ -78,6 +78,10 @@ export const targets = {
     text: '≥ 50 %',
     check: (row) => row.kind === 'value' && row.value >= 50,
   },
+  postgresShare: {
+    text: '≥ 80 %',
+    check: (row) => row.kind === 'value' && row.value >= 80,
+  },
   write: {
     text: '≥ 2,000 req/s',
     check: (row) => row.kind === 'load' && row.result.rps >= 2_000,
