@@ -461,6 +461,29 @@ function keyedWriteCost(backend: string): void {
   });
 }
 
+/** Keyed writes as a share of plain ones, in alternating rounds on one server. */
+async function keyedAgainstPlain(server: ServerProcess, fixture: Fixture, backend: string) {
+  const side = (id: string): Side => {
+    const scenario = HTTP_SCENARIOS.find((s) => s.id === id)!;
+    return {
+      server,
+      plan: scenario.plan(fixture, server.url),
+      expectStatus: scenario.expectStatus,
+      label: scenario.title,
+    };
+  };
+  await alternatingShare(
+    {
+      id: 'write-secret-keyed-share',
+      title: 'writes with Idempotency-Key, % of writes without, alternating',
+      backend,
+      target: targets.keyedShare,
+    },
+    side('write-secret'),
+    side('write-secret-keyed'),
+  );
+}
+
 /**
  * PostgreSQL alone running the transaction of a Coffer secret write (pgbench,
  * as many connections as the server's pool), right after Coffer's own writes:
@@ -612,6 +635,8 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
         await againstBareRoute(scenario, server, fixture, name, false);
     }
     keyedWriteCost(name);
+    if (selected('write-secret-keyed') && !options.profile)
+      await keyedAgainstPlain(server, fixture, name);
     if (name === 'postgres' && selected('write-secret')) await measurePostgresAlone(backend);
     if (FEED_IDS.some(selected)) {
       const list = HTTP_SCENARIOS.find((s) => s.id === 'list-secrets')!;

@@ -78,6 +78,10 @@ export const targets = {
     text: '≥ 50 %',
     check: (row) => row.kind === 'value' && row.value >= 50,
   },
+  keyedShare: {
+    text: '≥ 90 %',
+    check: (row) => row.kind === 'value' && row.value >= 90,
+  },
   postgresShare: {
     text: '≥ 80 %',
     check: (row) => row.kind === 'value' && row.value >= 80,
