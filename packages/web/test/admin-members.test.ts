@@ -159,6 +159,8 @@ test('invite by e-mail, sign up from the link, compare fingerprints, grant, read
     inviteeFingerprint = ((await waiting.locator('p.mono').textContent()) ?? '').trim();
     assert.match(inviteeFingerprint, /^[0-9A-F]{8}( [0-9A-F]{8}){4}$/);
     await expect(cell(b, 'DATABASE_URL', 'staging')).toBeVisible();
+    await cell(b, 'DATABASE_URL', 'staging').hover(); // a cell's actions are there on hover
+    await expect(cell(b, 'DATABASE_URL', 'staging').locator('.cell-actions')).toHaveCount(1);
     assert.equal(
       await cell(b, 'DATABASE_URL', 'staging')
         .getByRole('button', { name: 'Reveal DATABASE_URL in staging' })

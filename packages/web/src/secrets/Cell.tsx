@@ -69,6 +69,14 @@ export function stageValue(
 
 const MASK = '••••••••';
 
+/**
+ * On a screen without hover (touch) a cell's actions are always shown; with a
+ * pointer they are shown on the hovered or focused cell only, so they are
+ * rendered for that cell only: six buttons with their icons in every cell
+ * were most of a 100-row grid's 10,000 elements, and most of its first paint.
+ */
+const NO_HOVER = typeof matchMedia === 'function' && matchMedia('(hover: none)').matches;
+
 export const Cell = memo(function Cell(props: CellProps) {
   const { environmentId, environmentName, name, meta, row, column, canRead, canWrite } = props;
   const id = cellId(row, column);
@@ -224,7 +232,7 @@ export const Cell = memo(function Cell(props: CellProps) {
           <span className="unsaved-tag">unsaved</span>
         ) : null}
         {meta && !editing && (focused || hovered) ? <CellMeta meta={meta} /> : null}
-        {!editing ? (
+        {!editing && (focused || hovered || NO_HOVER) ? (
           <span className="cell-actions">
             {canRead && exists && change?.kind !== 'delete' ? (
               <>
