@@ -61,6 +61,12 @@ const fmtNum = (n: number, unit: string) =>
           ? n.toFixed(1)
           : n.toFixed(2);
 
+/** A share (a value row in %) of at least `bound`. */
+const atLeastPercent = (bound: number): Target => ({
+  text: `≥ ${bound} %`,
+  check: (row) => row.kind === 'value' && row.value >= bound,
+});
+
 export const targets = {
   list: {
     text: '≥ 10,000 req/s, p99 ≤ 15 ms',
@@ -74,18 +80,9 @@ export const targets = {
       ceiling !== null &&
       row.result.rps >= 0.5 * ceiling,
   },
-  readShare: {
-    text: '≥ 50 %',
-    check: (row) => row.kind === 'value' && row.value >= 50,
-  },
-  keyedShare: {
-    text: '≥ 90 %',
-    check: (row) => row.kind === 'value' && row.value >= 90,
-  },
-  postgresShare: {
-    text: '≥ 80 %',
-    check: (row) => row.kind === 'value' && row.value >= 80,
-  },
+  readShare: atLeastPercent(50),
+  keyedShare: atLeastPercent(90),
+  postgresShare: atLeastPercent(80),
   write: {
     text: '≥ 2,000 req/s',
     check: (row) => row.kind === 'load' && row.result.rps >= 2_000,
