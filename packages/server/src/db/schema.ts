@@ -233,7 +233,7 @@ export interface OutboxTable {
 
 /** A write committed under an idempotency key (migration 015, domains/idempotency). */
 export interface IdempotencyKeyTable {
-  /** SHA-256 (hex) of the credential and the client's key. */
+  /** SHA-256 (hex) of the credential and the client's key, after the key's time if it starts with one (`keyLookup`). */
   lookup: string;
   /** Whose key: `user:<id>`, `api_key:<id>` or `ci_token:<id>`. */
   owner: string;
