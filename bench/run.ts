@@ -168,6 +168,22 @@ interface Side {
   label: string;
 }
 
+/** `scenario` on `server` as one side of an alternating measurement. */
+const scenarioSide = (
+  scenario: HttpScenario,
+  server: ServerProcess,
+  fixture: Fixture,
+  label = scenario.title,
+): Side => ({
+  server,
+  plan: scenario.plan(fixture, server.url),
+  expectStatus: scenario.expectStatus,
+  label,
+});
+
+/** The HTTP scenario of that id. */
+const httpScenario = (id: string): HttpScenario => HTTP_SCENARIOS.find((s) => s.id === id)!;
+
 /**
  * One share measured in alternating rounds: `base`, then `measured`, five
  * times over, each a short run of its own, and the median round's
@@ -241,12 +257,7 @@ async function againstBareRoute(
         expectStatus: 200,
         label: 'bare route',
       },
-      {
-        server,
-        plan: scenario.plan(fixture, server.url),
-        expectStatus: scenario.expectStatus,
-        label: scenario.title,
-      },
+      scenarioSide(scenario, server, fixture),
     );
   } finally {
     await bare.stop();
@@ -283,13 +294,9 @@ async function comparePostgresWithSqlite(): Promise<void> {
     const [sqlite, postgres] = sides as [(typeof sides)[0], (typeof sides)[0]];
     for (const id of COMPARED_READS) {
       if (!selected(id)) continue;
-      const scenario = HTTP_SCENARIOS.find((s) => s.id === id)!;
-      const side = ({ server, fixture }: (typeof sides)[0], label: string): Side => ({
-        server,
-        plan: scenario.plan(fixture, server.url),
-        expectStatus: scenario.expectStatus,
-        label: `${scenario.title} (${label})`,
-      });
+      const scenario = httpScenario(id);
+      const side = ({ server, fixture }: (typeof sides)[0], label: string) =>
+        scenarioSide(scenario, server, fixture, `${scenario.title} (${label})`);
       await alternatingShare(
         {
           id: `${id}-postgres-share`,
@@ -463,15 +470,7 @@ function keyedWriteCost(backend: string): void {
 
 /** Keyed writes as a share of plain ones, in alternating rounds on one server. */
 async function keyedAgainstPlain(server: ServerProcess, fixture: Fixture, backend: string) {
-  const side = (id: string): Side => {
-    const scenario = HTTP_SCENARIOS.find((s) => s.id === id)!;
-    return {
-      server,
-      plan: scenario.plan(fixture, server.url),
-      expectStatus: scenario.expectStatus,
-      label: scenario.title,
-    };
-  };
+  const side = (id: string) => scenarioSide(httpScenario(id), server, fixture);
   await alternatingShare(
     {
       id: 'write-secret-keyed-share',
@@ -639,7 +638,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       await keyedAgainstPlain(server, fixture, name);
     if (name === 'postgres' && selected('write-secret')) await measurePostgresAlone(backend);
     if (FEED_IDS.some(selected)) {
-      const list = HTTP_SCENARIOS.find((s) => s.id === 'list-secrets')!;
+      const list = httpScenario('list-secrets');
       await measureFeed({
         load,
         server,
