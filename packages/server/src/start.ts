@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, targetFromConfig } from './db/database.js';
+import { idleMemoryRelease } from './idle-memory.js';
 import { startServer } from './server.js';
 
 /**
@@ -21,11 +22,14 @@ export async function runServer(config: Config): Promise<void> {
   const db = await openDatabase(targetFromConfig(config));
   await migrateToLatest(db);
   const server = await startServer(config, db);
+  const idleMemory = idleMemoryRelease(server.app.log);
+  idleMemory.start();
 
   let stopping = false;
   stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    idleMemory.stop();
     server.app.log.info(
       { signal },
       'shutting down: no new connections, finishing in-flight requests',

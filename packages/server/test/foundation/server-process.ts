@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
@@ -82,8 +82,9 @@ export interface ServerProcess {
 export async function startServerProcess(
   env: Record<string, string>,
   args: string[] = [],
+  nodeFlags: string[] = [],
 ): Promise<ServerProcess> {
-  const child = spawnServer(env, args);
+  const child = spawnServer(env, args, nodeFlags);
   let stdout = '';
   let stderr = '';
   const watchers: { pattern: RegExp; resolve: (line: string) => void }[] = [];
@@ -211,13 +212,27 @@ export async function startPublicServer(
 }
 
 /** Spawns the server without waiting (for tests of start-up failures). */
-export function spawnServer(env: Record<string, string>, args: string[] = []): ChildProcess {
+/** The flags `npm start` gives `node` (package.json's `start`), as an operator runs the server. */
+export function operatorNodeFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const match = /\bnode((?: --\S+)*) packages\/server\/dist\/main\.js\b/.exec(scripts.start);
+  if (!match) throw new Error(`cannot find the server's node flags in "start": ${scripts.start}`);
+  return match[1]!.trim().split(' ').filter(Boolean);
+}
+
+export function spawnServer(
+  env: Record<string, string>,
+  args: string[] = [],
+  nodeFlags: string[] = [],
+): ChildProcess {
   ensureBuilt();
   const inherited = { ...process.env };
   for (const name of CONFIG_NAMES) delete inherited[name];
   for (const name of Object.keys(inherited))
     if (name.startsWith('RATE_LIMIT_')) delete inherited[name];
-  return spawn(process.execPath, [SERVER_MAIN, ...args], {
+  return spawn(process.execPath, [...nodeFlags, SERVER_MAIN, ...args], {
     cwd: root,
     env: { ...inherited, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,72 @@
+import { performance } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
+import type { FastifyBaseLogger } from 'fastify';
+
+/** How often the server looks at whether it is idle. */
+const CHECK_INTERVAL_MS = 5_000;
+/** Busier than this share of a check's interval, the server is not idle. */
+const IDLE_UTILIZATION = 0.05;
+/** The young generation counts as grown above this (V8 starts it at 1 MiB). */
+const GROWN_BYTES = 4 * 1024 * 1024;
+/** At most one collection in this long, however the load comes and goes. */
+const MIN_GAP_MS = 60_000;
+
+const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+const youngGenerationBytes = () =>
+  getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+
+/**
+ * Gives memory back when the server goes idle. Under load the young generation
+ * grows to the size `npm start` allows it (`--max-semi-space-size=16`: fewer
+ * scavenges, each copying the objects of the requests in flight, cost a read a
+ * quarter less CPU than at 2 MB), but V8 keeps it at that size after the load
+ * has gone. When the event loop was idle for a whole check and the young
+ * generation has grown, one memory-reducing full collection (V8's
+ * "last resort": a regular one shrinks the young generation only when V8's
+ * allocation rate, measured at its last collections, says the load is over,
+ * and on Node 24 keeps the pages) shrinks it back to its start and returns the
+ * pages: about 6 ms on Node 20, 80 ms on Node 24, while nothing else runs.
+ * It needs `gc`, which `--expose-gc` provides; without it the server works the
+ * same and keeps the memory.
+ */
+export function idleMemoryRelease(log: Pick<FastifyBaseLogger, 'debug'>): {
+  start(): void;
+  stop(): void;
+} {
+  const collect = globalThis.gc;
+  if (!collect) return { start() {}, stop() {} };
+  let timer: NodeJS.Timeout | null = null;
+  let last = performance.eventLoopUtilization();
+  let lastCollection = -Infinity;
+  const check = () => {
+    const current = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(current, last).utilization;
+    last = current;
+    if (busy > IDLE_UTILIZATION || performance.now() - lastCollection < MIN_GAP_MS) return;
+    const young = youngGenerationBytes();
+    if (young <= GROWN_BYTES) return;
+    const rss = process.memoryUsage.rss();
+    lastCollection = performance.now();
+    collect({ type: 'major', flavor: 'last-resort' });
+    log.debug(
+      {
+        ms: Math.round(performance.now() - lastCollection),
+        youngMiB: [young, youngGenerationBytes()].map(mib),
+        rssMiB: [rss, process.memoryUsage.rss()].map(mib),
+      },
+      'idle: collected garbage and returned the young generation',
+    );
+  };
+  return {
+    start() {
+      if (timer) return;
+      last = performance.eventLoopUtilization();
+      timer = setInterval(check, CHECK_INTERVAL_MS);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = null;
+    },
+  };
+}
