@@ -186,6 +186,8 @@ class CountedServer {
       TLS: 'off',
       TRUST_PROXY: 'true',
       LOG_LEVEL: options.logLevel,
+      // Metrics on, as operators and `npm run bench` run the server (a listener of its own).
+      METRICS_PORT: '0',
       ...UNCAPPED_RATE_LIMITS,
     };
     const node = [
