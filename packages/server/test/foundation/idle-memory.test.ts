@@ -60,7 +60,7 @@ test('a server run as npm start runs it gives the memory a load grew back once i
   const loaded = await memory(metricsUrl);
   assert.ok(loaded.young > 4 * MIB, `young generation after the load: ${loaded.young / MIB} MiB`);
 
-  // Idle: within two of the server's 5 s checks, the young generation is back
+  // Idle: within a few of the server's 5 s checks, the young generation is back
   // to its start and the process holds less memory than under the load.
   let idle = loaded;
   for (let waited = 0; waited < 30_000 && idle.young > 2 * MIB; waited += 2_000) {
