@@ -22,12 +22,12 @@ const youngGenerationBytes = () =>
  * about two thirds of the CPU it took at 2 MB), but V8 keeps it at that size
  * after the load has gone. When the event loop was idle for a whole check and
  * the young generation has grown, one memory-reducing full collection (V8's
- * "last resort"; a regular one shrinks the young generation only when V8's
- * allocation rate, measured at its last collections, says the load is over)
- * shrinks it back to its start and returns the pages: about 6 ms on Node 20,
- * 80 ms on Node 24, while nothing else runs. The first one does not always
- * shrink it (below); the flag's size bounds what is kept. It needs `gc`, which `--expose-gc` provides; without it the
- * server works the same and keeps the memory.
+ * "last resort": a regular one leaves the young generation grown more often,
+ * and on Node 24 keeps the pages) shrinks it back to its start and returns the
+ * pages: about 6 ms on Node 20, 80 ms on Node 24, while nothing else runs.
+ * Right after a load even that one may leave it grown (`attempts`, below);
+ * the flag's size bounds what is kept. It needs `gc`, which `--expose-gc`
+ * provides; without it the server works the same and keeps the memory.
  */
 export function idleMemoryRelease(log: Pick<FastifyBaseLogger, 'debug'>): {
   start(): void;
