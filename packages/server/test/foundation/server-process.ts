@@ -76,8 +76,8 @@ export interface ServerProcess {
 
 /**
  * Starts `node packages/server/dist/main.js` as an operator would, with exactly
- * the given settings (plus any free ports), and waits until it prints where it
- * listens. Throws with its output if it exits first.
+ * the given settings (plus any free ports) and node flags (`operatorNodeFlags()`
+ * for `npm start`'s), and waits until it prints where it listens. Throws with its output if it exits first.
  */
 export async function startServerProcess(
   env: Record<string, string>,
@@ -211,7 +211,6 @@ export async function startPublicServer(
   return { child, url, output: () => output };
 }
 
-/** Spawns the server without waiting (for tests of start-up failures). */
 /** The flags `npm start` gives `node` (package.json's `start`), as an operator runs the server. */
 export function operatorNodeFlags(): string[] {
   const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -222,6 +221,7 @@ export function operatorNodeFlags(): string[] {
   return match[1]!.trim().split(' ').filter(Boolean);
 }
 
+/** Spawns the server without waiting (for tests of start-up failures), with `nodeFlags` before its script. */
 export function spawnServer(
   env: Record<string, string>,
   args: string[] = [],
