@@ -132,8 +132,10 @@ interface Ceilings {
   readShapedProfile: ProfiledRun | null;
 }
 
-/** The bare Fastify routes in their own process, on the same certificate and load generator. */
-/** The bare Fastify server the ceilings are measured on (bench/ceiling-server.ts). */
+/**
+ * The bare Fastify server the ceilings are measured on (bench/ceiling-server.ts),
+ * in its own process, on the same certificate and load generator.
+ */
 async function startCeilingServer(
   plain: boolean,
   opts: { profileDir?: string; readShapeFile?: string } = {},
