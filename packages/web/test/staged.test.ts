@@ -253,21 +253,25 @@ test('leaving the project or signing out with staged changes asks first', (t) =>
     // completes behind the question, which stays until the user answers it.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    let chunkRequested = false;
     const auditChunk = /\/assets\/Audit-[^/]+\.js$/;
     await page.route(auditChunk, async (route) => {
-      chunkRequested = true;
       await held;
       await route.continue();
     });
     const project = page.getByRole('navigation', { name: 'Project' });
+    // The browser reports the request on its own event stream, which may reach
+    // the test after the question shows: wait for it rather than look once.
+    const chunkRequested = page.waitForRequest(auditChunk).then(
+      () => true,
+      () => false,
+    );
     await project.getByRole('link', { name: 'Audit' }).click();
     await page
       .getByRole('navigation', { name: 'Main' })
       .getByRole('link', { name: 'Projects' })
       .click();
     await expect(ask).toBeVisible();
-    assert.ok(chunkRequested, "the Audit tab's code was not held back");
+    assert.ok(await chunkRequested, "the Audit tab's code was not held back");
     release();
     await page.waitForURL(new RegExp(`/projects/${projectId}/audit$`));
     await expect(project.getByRole('link', { name: 'Audit' })).toHaveAttribute(
