@@ -18,13 +18,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import {
   prepareBackend,
-  serverNodeFlags,
   startCoffer,
   UNCAPPED_RATE_LIMITS,
   type Backend,
 } from './lib/environment.js';
 import { newIdempotencyKey } from '@coffer/sdk';
 import { parseFlags } from './lib/options.js';
+import { serverNodeFlags } from './lib/node-flags.js';
 import { freePort } from './lib/processes.js';
 import type { Fixture } from './scenarios/fixture.js';
 import { HTTP_SCENARIOS, type HttpScenario } from './scenarios/http.js';

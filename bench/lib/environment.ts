@@ -1,8 +1,9 @@
-import { mkdirSync, readFileSync, statfsSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { busyCores } from './cpu.js';
+import { serverNodeFlags } from './node-flags.js';
 import { freePort, startProcess, type ServerProcess } from './processes.js';
 
 export interface Machine {
@@ -94,16 +95,6 @@ export const UNCAPPED_RATE_LIMITS = {
 export interface Tls {
   certFile: string;
   keyFile: string;
-}
-
-/** Node's flags for the server, read from `npm start` in the root package.json so the two never differ. */
-export function serverNodeFlags(root: string): string[] {
-  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-    scripts: { start: string };
-  };
-  const match = /\bnode((?: --\S+)*) packages\/server\/dist\/main\.js\b/.exec(scripts.start);
-  if (!match) throw new Error(`cannot find the server's node flags in "start": ${scripts.start}`);
-  return match[1]!.trim().split(' ').filter(Boolean);
 }
 
 /** The Coffer server as an operator runs it: the built `main.js`, HTTPS, its own process. */

@@ -1,11 +1,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { TLSSocket } from 'node:tls';
+import { serverNodeFlags } from '../../../../bench/lib/node-flags.js';
 import { POSTGRES_URL } from '../support/db.js';
 
 const root = new URL('../../../../', import.meta.url).pathname;
@@ -211,15 +212,8 @@ export async function startPublicServer(
   return { child, url, output: () => output };
 }
 
-/** The flags `npm start` gives `node` (package.json's `start`), as an operator runs the server. */
-export function operatorNodeFlags(): string[] {
-  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-    scripts: { start: string };
-  };
-  const match = /\bnode((?: --\S+)*) packages\/server\/dist\/main\.js\b/.exec(scripts.start);
-  if (!match) throw new Error(`cannot find the server's node flags in "start": ${scripts.start}`);
-  return match[1]!.trim().split(' ').filter(Boolean);
-}
+/** The flags `npm start` gives `node`, as an operator runs the server. */
+export const operatorNodeFlags = (): string[] => serverNodeFlags(root);
 
 /** Spawns the server without waiting (for tests of start-up failures), with `nodeFlags` before its script. */
 export function spawnServer(
