@@ -26,6 +26,17 @@ declare module 'fastify' {
      * hook would cost every promise of the process while it is on.
      */
     idempotencyAtCommit?: boolean;
+    /**
+     * The route's write result, without the strings its request's body holds
+     * (which are never stored), holds only what the database holds in clear
+     * anyway (a secret's id, name, version and times; no value, token or key
+     * that is not the client's own from the body): it is stored under the key
+     * unsealed, which saves a keyed write the key derivation and AES-GCM
+     * (`resultCodec` in domains/idempotency). A route whose result can hold
+     * anything else (a rollback's earlier ciphertext, a new API key's bearer
+     * part) leaves this unset, and its results are sealed.
+     */
+    idempotencyResultInClear?: boolean;
   }
 }
 
@@ -74,7 +85,10 @@ export function registerIdempotency(
         body: request.body,
       },
       () => reply.header(REPLAYED_HEADER, 'true'),
-      { atCommit: atCommit(request) },
+      {
+        atCommit: atCommit(request),
+        resultInClear: request.routeOptions.config?.idempotencyResultInClear === true,
+      },
     );
     // Answered, or the connection gone: a repeat waiting on this instance goes on.
     reply.raw.once('close', done);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { deserialize } from 'node:v8';
 import { request as httpRequest, Agent } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { newIdempotencyKey } from '@coffer/sdk';
@@ -9,6 +10,7 @@ import { startTestApp, type TestApp, type TestResponse } from '../support/app.js
 import { as, dataOf } from '../support/http.js';
 import { logIn, signUp } from '../support/users.js';
 import { envelope, projectWithVault, type VaultProject } from '../support/vault.js';
+import { tokenRequest } from '../vault/support.js';
 
 const newKey = () => randomBytes(24).toString('base64url');
 
@@ -101,6 +103,77 @@ for (const dialect of DIALECTS) {
       const deletedAgain = await send('DELETE', secretPath(env, 'MOVED'), undefined, deleteKey);
       assert.deepEqual(answerOf(deletedAgain), answerOf(deleted));
       assert.equal(deletedAgain.headers['idempotent-replayed'], 'true');
+    });
+
+    it("what a key's row holds: a secret write's metadata in clear, a rollback's and an API key's result sealed", async () => {
+      const env = project.env.staging.id;
+      const base = `/v1/projects/${project.id}/environments/${env}/secrets`;
+      const storedFor = async (key: string) => {
+        const row = await t.testDb.db.kysely
+          .selectFrom('idempotency_keys')
+          .select('result')
+          .where('lookup', '=', keyLookup(`user:${project.admin.id}`, key))
+          .executeTakeFirstOrThrow();
+        return row.result!;
+      };
+      const v1 = envelope(project, env, 'STORED', 'first');
+      const putKey = newKey();
+      const put = await send('PUT', `${base}/STORED`, { value: v1, comment: 'kept' }, putKey);
+      assert.equal(put.statusCode, 201, put.body);
+      // In clear: a dot, then base64 of the result without the body's value.
+      const clear = await storedFor(putKey);
+      assert.match(clear, /^\.[0-9A-Za-z+/=]+$/);
+      const [value, refs] = deserialize(Buffer.from(clear.slice(1), 'base64')) as [
+        { result: { secret: Record<string, unknown> } },
+        unknown[],
+      ];
+      const { secret } = value.result;
+      assert.equal(secret.name, 'STORED');
+      assert.equal(secret.comment, 'kept');
+      assert.equal(secret.value, null, 'the value comes from the repeat, not the row');
+      assert.equal(refs.length, 1);
+      assert.ok(!clear.includes(v1.slice(0, 40)) && !JSON.stringify(value).includes(v1));
+      const putAgain = await send('PUT', `${base}/STORED`, { value: v1, comment: 'kept' }, putKey);
+      assert.deepEqual(answerOf(putAgain), answerOf(put));
+
+      // A rollback answers with an earlier version's ciphertext, which its body
+      // does not hold: sealed, and nothing of that ciphertext readable in the row.
+      const v2 = envelope(project, env, 'STORED', 'second');
+      assert.equal((await send('PUT', `${base}/STORED`, { value: v2 }, newKey())).statusCode, 200);
+      const rollbackKey = newKey();
+      const rollback = await send('POST', `${base}/STORED/rollback`, { version: 1 }, rollbackKey);
+      assert.equal(rollback.statusCode, 200, rollback.body);
+      assert.equal(dataOf<{ value: string }>(rollback, 200).value, v1);
+      const sealed = await storedFor(rollbackKey);
+      assert.match(sealed, /^[0-9A-Za-z+/=]+$/);
+      const opened = Buffer.from(sealed, 'base64');
+      for (const part of [v1.slice(0, 24), v1.slice(-24), 'STORED'])
+        assert.ok(!opened.includes(part) && !sealed.includes(part), `${part} readable in the row`);
+      const rollbackAgain = await send(
+        'POST',
+        `${base}/STORED/rollback`,
+        { version: 1 },
+        rollbackKey,
+      );
+      assert.deepEqual(answerOf(rollbackAgain), answerOf(rollback));
+      assert.equal(rollbackAgain.headers['idempotent-replayed'], 'true');
+
+      // A new API key's bearer part is shown once: sealed too.
+      const apiKeyKey = newKey();
+      const token = tokenRequest(project, 'key', { [env]: 'read' });
+      const body = { ...token.body, name: 'stored sealed', role: 'developer' };
+      const created = await send('POST', `/v1/projects/${project.id}/api-keys`, body, apiKeyKey);
+      const { bearer } = dataOf<{ bearer: string }>(created, 201);
+      const apiKeySealed = await storedFor(apiKeyKey);
+      assert.match(apiKeySealed, /^[0-9A-Za-z+/=]+$/);
+      assert.ok(!Buffer.from(apiKeySealed, 'base64').includes(bearer.slice(-16)));
+      const createdAgain = await send(
+        'POST',
+        `/v1/projects/${project.id}/api-keys`,
+        body,
+        apiKeyKey,
+      );
+      assert.deepEqual(answerOf(createdAgain), answerOf(created));
     });
 
     it("a key that starts with its time (the SDK's) is stored under that time, and still replays", async () => {

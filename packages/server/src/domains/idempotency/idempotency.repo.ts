@@ -66,7 +66,7 @@ const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable | 'now', RegExp> = {
   lookup: /^(?:[0-9a-f]{12})?[0-9a-f]{64}$/,
   owner: /^[a-z_]+:[0-9A-Za-z_]+$/,
   fingerprint: /^[0-9a-f]{64}$/,
-  result: /^[0-9A-Za-z+/=]*$/,
+  result: /^\.?[0-9A-Za-z+/=]*$/, // base64, unsealed ones after a dot
   created_at: /^[0-9TZ:.+-]+$/,
   expires_at: /^[0-9TZ:.+-]+$/,
   now: /^[0-9TZ:.+-]+$/,

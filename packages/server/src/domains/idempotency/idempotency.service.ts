@@ -36,6 +36,14 @@ export interface KeyedRequest {
   body: unknown;
 }
 
+/** How a route's keyed requests are claimed (its `idempotency…` config, http/idempotency.ts). */
+export interface ClaimOptions {
+  /** The key is checked when the write commits, not read before the handler. */
+  atCommit?: boolean;
+  /** The result is stored unsealed: it holds nothing the database does not hold in clear. */
+  resultInClear?: boolean;
+}
+
 const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
 
 /**
@@ -71,24 +79,45 @@ function nonce(): Buffer {
  */
 const LIFTED_FORMAT = 0x01;
 const FORMAT_BYTE = Buffer.of(LIFTED_FORMAT);
+/**
+ * What a result stored in clear starts with (a character base64 never uses),
+ * followed by the base64 of the same lifted serialization, unsealed.
+ */
+const CLEAR_PREFIX = '.';
 
 /**
- * What a write's transaction returned, sealed under a key derived from the
- * client's idempotency key (AES-256-GCM; the lookup hash is the associated
- * data). The server keeps neither the key nor anything it could decrypt with.
- * `body` is the request's: the strings of it the result repeats are not
- * stored, but taken from a repeat's body (the same, by its fingerprint).
+ * How a write's transaction result is stored under its key, and read back.
+ * Sealed (the default): encrypted with AES-256-GCM under a key derived from
+ * the client's idempotency key, the lookup hash as associated data, so the
+ * server keeps neither the key nor anything it could decrypt with: for a new
+ * API key, the result holds its bearer part. In clear (`inClear`), for routes
+ * whose result, once the strings of the request's body are lifted out, holds
+ * only what the database already holds in clear (a secret's name, version and
+ * times): no key derivation and no cipher, which were about a fifth of a keyed
+ * secret write's extra cost. Either way `body` is the request's: the strings
+ * of it the result repeats are not stored, but taken from a repeat's body (the
+ * same, by its fingerprint). Opening reads either format, whatever `inClear`.
  */
-function resultCipher(key: string, owner: string, lookup: string, body: unknown) {
+function resultCodec(
+  key: string,
+  owner: string,
+  lookup: string,
+  body: unknown,
+  { inClear }: { inClear: boolean },
+) {
   // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
-  // step alone: the key is random, and this runs on every keyed write).
-  const keys = createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest();
-  const secret = keys.subarray(0, 32);
-  const idSecret = keys.subarray(32);
+  // step alone: the key is random), derived when first needed.
+  let keys: Buffer | null = null;
+  const derived = () =>
+    (keys ??= createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest());
+  const restore = (lifted: Buffer) => {
+    const [value, refs] = deserialize(lifted) as [unknown, BodyRef[]];
+    return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
+  };
   return {
     /** The n-th id of `kind` of a request under this key: the same on every attempt. */
     idBytes: (kind: string, n: number) =>
-      createHmac('sha512', idSecret).update(`${kind}:${n}`).digest(),
+      createHmac('sha512', derived().subarray(32)).update(`${kind}:${n}`).digest(),
     seal(value: unknown): string | null {
       let plain: Buffer;
       try {
@@ -97,8 +126,11 @@ function resultCipher(key: string, owner: string, lookup: string, body: unknown)
       } catch {
         return null; // not cloneable: the write commits, a repeat cannot replay it
       }
+      if (inClear) return CLEAR_PREFIX + plain.toString('base64');
       const iv = nonce();
-      const cipher = createCipheriv('aes-256-gcm', secret, iv).setAAD(Buffer.from(lookup));
+      const cipher = createCipheriv('aes-256-gcm', derived().subarray(0, 32), iv).setAAD(
+        Buffer.from(lookup),
+      );
       // In order: the tag exists once the cipher is final.
       const parts = [iv, cipher.update(FORMAT_BYTE), cipher.update(plain), cipher.final()];
       return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
@@ -110,14 +142,18 @@ function resultCipher(key: string, owner: string, lookup: string, body: unknown)
           'A request with this Idempotency-Key was executed, but its result cannot be given again; read the resource instead',
         );
       }
+      if (text.startsWith(CLEAR_PREFIX)) return restore(Buffer.from(text.slice(1), 'base64'));
       const bytes = Buffer.from(text, 'base64');
-      const decipher = createDecipheriv('aes-256-gcm', secret, bytes.subarray(0, 12))
+      const decipher = createDecipheriv(
+        'aes-256-gcm',
+        derived().subarray(0, 32),
+        bytes.subarray(0, 12),
+      )
         .setAAD(Buffer.from(lookup))
         .setAuthTag(bytes.subarray(bytes.length - 16));
       const plain = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
       if (plain[0] !== LIFTED_FORMAT) return { value: deserialize(plain) };
-      const [value, refs] = deserialize(plain.subarray(1)) as [unknown, BodyRef[]];
-      return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
+      return restore(plain.subarray(1));
     },
   };
 }
@@ -155,7 +191,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
     async claim(
       request: KeyedRequest,
       replayed: () => void,
-      { atCommit = false }: { atCommit?: boolean } = {},
+      { atCommit = false, resultInClear = false }: ClaimOptions = {},
     ): Promise<{ claim: WriteClaim; done: () => void }> {
       // The route's write is all in one environment write (nothing before it
       // depends on the claim's time or ids): the key is not read first, on
@@ -182,7 +218,9 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
         if (handling.get(lookup) === mine) handling.delete(lookup);
       };
       try {
-        const cipher = resultCipher(request.key, request.owner, lookup, request.body);
+        const cipher = resultCodec(request.key, request.owner, lookup, request.body, {
+          inClear: resultInClear,
+        });
         const stored = atCommit
           ? undefined
           : await findLiveKey(db.kysely, lookup, clock.now().toISOString());

@@ -77,8 +77,9 @@ export async function secretsRoutes(
   r.post(
     `${base}/batch`,
     {
-      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
-      config: { idempotencyAtCommit: true },
+      // One environment write: a repeat is recognised at its commit, and its result (the
+      // body's value aside, which is not stored) is the secret's metadata: stored unsealed.
+      config: { idempotencyAtCommit: true, idempotencyResultInClear: true },
       schema: {
         tags,
         summary: 'Write and delete many secrets at once',
@@ -128,8 +129,9 @@ export async function secretsRoutes(
   r.put(
     `${base}/:name`,
     {
-      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
-      config: { idempotencyAtCommit: true },
+      // One environment write: a repeat is recognised at its commit, and its result (the
+      // body's value aside, which is not stored) is the secret's metadata: stored unsealed.
+      config: { idempotencyAtCommit: true, idempotencyResultInClear: true },
       schema: {
         tags,
         summary: 'Create or update a secret',
@@ -157,8 +159,9 @@ export async function secretsRoutes(
   r.delete(
     `${base}/:name`,
     {
-      // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
-      config: { idempotencyAtCommit: true },
+      // One environment write: a repeat is recognised at its commit, and its result (the
+      // body's value aside, which is not stored) is the secret's metadata: stored unsealed.
+      config: { idempotencyAtCommit: true, idempotencyResultInClear: true },
       schema: {
         tags,
         summary: 'Delete a secret and all its versions',
@@ -201,6 +204,7 @@ export async function secretsRoutes(
     `${base}/:name/rollback`,
     {
       // One environment write: a repeat is recognised at its commit (http/idempotency.ts).
+      // Its result holds an earlier version's ciphertext, which the body does not: sealed.
       config: { idempotencyAtCommit: true },
       schema: {
         tags,
