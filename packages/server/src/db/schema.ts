@@ -239,7 +239,12 @@ export interface IdempotencyKeyTable {
   owner: string;
   /** SHA-256 (hex) of the method, the URL and the body. */
   fingerprint: string;
-  /** Encrypted under the client's key: what the write's transaction returned; null if it cannot be kept. */
+  /**
+   * What the write's transaction returned, the request body's long strings left
+   * out: encrypted under the client's key (base64), or for routes whose result
+   * holds nothing the database does not hold in clear, a dot and base64
+   * (`resultCodec`); null if it cannot be kept.
+   */
   result: string | null;
   created_at: string;
   expires_at: string;
