@@ -93,8 +93,8 @@ const CLEAR_PREFIX = '.';
  * API key, the result holds its bearer part. In clear (`inClear`), for routes
  * whose result, once the strings of the request's body are lifted out, holds
  * only what the database already holds in clear (a secret's name, version and
- * times): no key derivation and no cipher, which were about a fifth of a keyed
- * secret write's extra cost. Either way `body` is the request's: the strings
+ * times): no key derivation and no cipher, which were about two fifths of a
+ * keyed secret write's extra cost (docs/performance.md). Either way `body` is the request's: the strings
  * of it the result repeats are not stored, but taken from a repeat's body (the
  * same, by its fingerprint). Opening reads either format, whatever `inClear`.
  */
@@ -218,7 +218,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
         if (handling.get(lookup) === mine) handling.delete(lookup);
       };
       try {
-        const cipher = resultCodec(request.key, request.owner, lookup, request.body, {
+        const codec = resultCodec(request.key, request.owner, lookup, request.body, {
           inClear: resultInClear,
         });
         const stored = atCommit
@@ -231,7 +231,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
           lookup,
           owner: request.owner,
           fingerprint,
-          result: cipher.seal(value),
+          result: codec.seal(value),
           created_at: at.toISOString(),
           expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
         });
@@ -239,13 +239,13 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
           settled: false,
           writing: false,
           active: true,
-          committed: stored ? cipher.open(stored.result) : null,
+          committed: stored ? codec.open(stored.result) : null,
           replayed,
           at,
           idBytes(kind) {
             const n = ids.get(kind) ?? 0;
             ids.set(kind, n + 1);
-            return cipher.idBytes(kind, n);
+            return codec.idBytes(kind, n);
           },
           async record(trx, value) {
             const inserted = await insertCommittedKey(trx, row(value), clock.now().toISOString());
@@ -261,7 +261,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
             if (!other) return error;
             if (other.fingerprint !== fingerprint) return reused();
-            return atCommit ? new CommittedEarlier(cipher.open(other.result).value) : inProgress();
+            return atCommit ? new CommittedEarlier(codec.open(other.result).value) : inProgress();
           },
         };
         return { claim, done };
