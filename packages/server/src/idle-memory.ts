@@ -21,10 +21,13 @@ const youngGenerationBytes = () =>
  * scavenges, each copying the objects of the requests in flight, cost a read
  * about two thirds of the CPU it took at 2 MB), but V8 keeps it at that size
  * after the load has gone. When the event loop was idle for a whole check and
- * the young generation has grown, one memory-reducing full collection (V8's
- * "last resort": a regular one leaves the young generation grown more often,
- * and on Node 24 keeps the pages) shrinks it back to its start and returns the
- * pages: about 6 ms on Node 20, 80 ms on Node 24, while nothing else runs.
+ * the young generation was seen grown at a check since the last such
+ * collection, one memory-reducing full collection (V8's "last resort": a
+ * regular one leaves the young generation grown more often, and on Node 24
+ * keeps the pages) shrinks it back to its start and returns the pages: about
+ * 6 ms on Node 20, 80 ms on Node 24, while nothing else runs. (V8 sometimes
+ * shrinks it by itself once the load has gone, and on Node 24 then keeps its
+ * pages: the collection returns those too.)
  * Right after a load even that one may leave it grown (`attempts`, below);
  * the flag's size bounds what is kept. It needs `gc`, which `--expose-gc`
  * provides; without it the server works the same and keeps the memory.
@@ -43,21 +46,27 @@ export function idleMemoryRelease(log: Pick<FastifyBaseLogger, 'debug'>): {
   // with an idle sample) does not. Never more than MAX_ATTEMPTS of those
   // until the server has been busy again.
   let attempts = 0;
+  // Whether the young generation was seen grown since the last collection
+  // here. V8 sometimes shrinks it by itself once the load has gone, but then
+  // (Node 24) keeps its pages: the collection still returns them.
+  let grown = false;
   const check = () => {
     const current = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(current, last).utilization;
     last = current;
+    const young = youngGenerationBytes();
+    if (young > GROWN_BYTES) grown = true;
     if (busy > IDLE_UTILIZATION) {
       attempts = 0;
       return;
     }
-    const young = youngGenerationBytes();
-    if (young <= GROWN_BYTES || attempts >= MAX_ATTEMPTS) return;
+    if (!grown || attempts >= MAX_ATTEMPTS) return;
     const rss = process.memoryUsage.rss();
     const started = performance.now();
     collect({ type: 'major', flavor: 'last-resort' });
     const left = youngGenerationBytes();
-    attempts = left > GROWN_BYTES ? attempts + 1 : 0;
+    grown = left > GROWN_BYTES;
+    attempts = grown ? attempts + 1 : 0;
     log.debug(
       {
         ms: Math.round(performance.now() - started),
