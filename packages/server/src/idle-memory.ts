@@ -47,8 +47,7 @@ export function idleMemoryRelease(log: Pick<FastifyBaseLogger, 'debug'>): {
   // until the server has been busy again.
   let attempts = 0;
   // Whether the young generation was seen grown since the last collection
-  // here. V8 sometimes shrinks it by itself once the load has gone, but then
-  // (Node 24) keeps its pages: the collection still returns them.
+  // here (it may have shrunk since, its pages kept: see above).
   let grown = false;
   const check = () => {
     const current = performance.eventLoopUtilization();

@@ -78,7 +78,8 @@ export interface ServerProcess {
 /**
  * Starts `node packages/server/dist/main.js` as an operator would, with exactly
  * the given settings (plus any free ports) and node flags (`operatorNodeFlags()`
- * for `npm start`'s), and waits until it prints where it listens. Throws with its output if it exits first.
+ * for `npm start`'s), and waits until it prints where it listens. Throws with
+ * its output if it exits first.
  */
 export async function startServerProcess(
   env: Record<string, string>,

@@ -94,9 +94,10 @@ const CLEAR_PREFIX = '.';
  * whose result, once the strings of the request's body are lifted out, holds
  * only what the database already holds in clear (a secret's name, version and
  * times): no key derivation and no cipher, which were about two fifths of a
- * keyed secret write's extra cost (docs/performance.md). Either way `body` is the request's: the strings
- * of it the result repeats are not stored, but taken from a repeat's body (the
- * same, by its fingerprint). Opening reads either format, whatever `inClear`.
+ * keyed secret write's extra cost (docs/performance.md). Either way `body` is
+ * the request's: the strings of it the result repeats are not stored, but
+ * taken from a repeat's body (the same, by its fingerprint). Opening reads
+ * either format, whatever `inClear`.
  */
 function resultCodec(
   key: string,
@@ -110,6 +111,7 @@ function resultCodec(
   let keys: Buffer | null = null;
   const derived = () =>
     (keys ??= createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest());
+  const sealKey = () => derived().subarray(0, 32);
   const restore = (lifted: Buffer) => {
     const [value, refs] = deserialize(lifted) as [unknown, BodyRef[]];
     return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
@@ -128,9 +130,7 @@ function resultCodec(
       }
       if (inClear) return CLEAR_PREFIX + plain.toString('base64');
       const iv = nonce();
-      const cipher = createCipheriv('aes-256-gcm', derived().subarray(0, 32), iv).setAAD(
-        Buffer.from(lookup),
-      );
+      const cipher = createCipheriv('aes-256-gcm', sealKey(), iv).setAAD(Buffer.from(lookup));
       // In order: the tag exists once the cipher is final.
       const parts = [iv, cipher.update(FORMAT_BYTE), cipher.update(plain), cipher.final()];
       return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
@@ -144,11 +144,7 @@ function resultCodec(
       }
       if (text.startsWith(CLEAR_PREFIX)) return restore(Buffer.from(text.slice(1), 'base64'));
       const bytes = Buffer.from(text, 'base64');
-      const decipher = createDecipheriv(
-        'aes-256-gcm',
-        derived().subarray(0, 32),
-        bytes.subarray(0, 12),
-      )
+      const decipher = createDecipheriv('aes-256-gcm', sealKey(), bytes.subarray(0, 12))
         .setAAD(Buffer.from(lookup))
         .setAuthTag(bytes.subarray(bytes.length - 16));
       const plain = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
