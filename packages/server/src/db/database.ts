@@ -544,14 +544,14 @@ export async function inSharedProjectTransaction<T>(
 ): Promise<T> {
   const begin = `begin; ${projectLockStatement(projectId, 'shared')}`;
   return claimedTransaction(transact, work, claim, { recordWithCommit: true });
-  function transact(claimed: typeof work, recordStatement?: (result: T) => string) {
+  function transact(claimed: typeof work, recordedBy?: WriteClaim) {
     return kysely.connection().execute(async (conn) => {
       try {
         await sql.raw(begin).execute(conn);
         const result = await claimed(conn);
         // The idempotency key first: a key another request committed fails it
         // before the environment's row is locked.
-        const commit = [recordStatement?.(result), lastStatement?.(result), 'commit']
+        const commit = [recordedBy?.recordStatement(result), lastStatement?.(result), 'commit']
           .filter(Boolean)
           .join('; ');
         await sql.raw(commit).execute(conn);

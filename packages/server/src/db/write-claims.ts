@@ -1,6 +1,21 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Kysely } from 'kysely';
-import type { Database } from './schema.js';
+import type { Database, IdempotencyKeyTable } from './schema.js';
+
+/**
+ * The key rows of several writes at once, for a writer that runs them in one
+ * transaction (the SQLite group commit): one statement to find which keys are
+ * taken and one to insert the rows, in place of one insert per write.
+ */
+export interface KeyRecords {
+  /** Of `keys`, those whose row is live (not expired at the key's `at`), in `trx`. */
+  live(trx: Kysely<Database>, keys: readonly { lookup: string; at: Date }[]): Promise<Set<string>>;
+  /**
+   * Inserts `rows`, each replacing an expired row of its key; the lookups
+   * inserted (a key whose row is live is left out).
+   */
+  insert(trx: Kysely<Database>, rows: readonly IdempotencyKeyTable[]): Promise<Set<string>>;
+}
 
 /**
  * A request's claim on its write: its idempotency key (domains/idempotency).
@@ -21,6 +36,12 @@ export interface WriteClaim {
    * fails with a unique violation, which rolls the write back (`explain`).
    */
   recordStatement(value: unknown): string;
+  /** Where the key's row is found (its primary key). */
+  readonly lookup: string;
+  /** `record`'s row, for a writer that inserts the rows of several writes at once through `records`. */
+  recordRow(value: unknown): IdempotencyKeyTable;
+  /** The statements for the key rows of several writes (`KeyRecords`). */
+  readonly records: KeyRecords;
   /**
    * Set when a write under this key already committed (a repeat, or a retry
    * after the answer was lost): what its work returned, returned again
@@ -117,6 +138,17 @@ export function activeClaim(): WriteClaim | undefined {
   return claim?.active ? claim : undefined;
 }
 
+/**
+ * Why a writer that checks the keys of several writes at once did not run
+ * one: its key's row is live (or another write of the batch holds the key).
+ * `explain` answers it as it answers a key's failed insert.
+ */
+export class KeyTaken extends Error {
+  constructor() {
+    super('another request with this idempotency key committed first');
+  }
+}
+
 /** What `explain` returns when the failed write was a repeat of one that committed: its result. */
 export class CommittedEarlier {
   constructor(readonly value: unknown) {}
@@ -130,14 +162,13 @@ export class CommittedEarlier {
  * transaction starts. Every way a write transaction starts goes through here:
  * `transaction()` of the database's Kysely handle, `inSharedProjectTransaction`
  * and the SQLite group commit. A request makes its change in one transaction.
- * `recordWithCommit`: `transact` takes the record as SQL to send with its
- * commit (its second argument) instead of a statement of its own.
+ * `recordWithCommit`: `transact` records the key itself, given the claim as
+ * its second argument (PostgreSQL: `recordStatement` sent with its commit;
+ * the SQLite group commit: the rows of the group's keys in one statement),
+ * instead of a statement of its own in the work.
  */
 export async function claimedTransaction<T>(
-  transact: (
-    work: (trx: Kysely<Database>) => Promise<T>,
-    recordStatement?: (value: T) => string,
-  ) => Promise<T>,
+  transact: (work: (trx: Kysely<Database>) => Promise<T>, recordedBy?: WriteClaim) => Promise<T>,
   work: (trx: Kysely<Database>) => Promise<T>,
   claim: WriteClaim | undefined = activeClaim(),
   { recordWithCommit = false }: { recordWithCommit?: boolean } = {},
@@ -159,10 +190,8 @@ export async function claimedTransaction<T>(
         claim.writing = false;
       }
     };
-    // With `recordWithCommit`, `transact` sends the record with its commit.
-    const value = await (recordWithCommit
-      ? transact(claimed, (result) => claim.recordStatement(result))
-      : transact(claimed));
+    // With `recordWithCommit`, `transact` records the key itself.
+    const value = await (recordWithCommit ? transact(claimed, claim) : transact(claimed));
     claim.settled = true;
     return value;
   } catch (err) {

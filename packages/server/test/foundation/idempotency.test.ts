@@ -247,6 +247,61 @@ for (const dialect of DIALECTS) {
       assert.equal(await versionsOf(env, 'RACE'), 1);
     });
 
+    it('keyed, repeated and plain writes sent together (one SQLite group commit): each executed once', async () => {
+      const env = project.env.staging.id;
+      // Each secret's body is sealed once (a new seal is another body).
+      const bodies = new Map<string, { value: string }>();
+      const put = (name: string, key?: string, v = 'v') => {
+        const id = `${name}:${v}`;
+        if (!bodies.has(id)) bodies.set(id, { value: envelope(project, env, name, v) });
+        const body = bodies.get(id)!;
+        return key === undefined
+          ? as(t, project.admin, 'PUT', secretPath(env, name), body)
+          : send('PUT', secretPath(env, name), body, key);
+      };
+      const committedKey = newKey();
+      const first = await put('GROUP_0', committedKey);
+      assert.equal(first.statusCode, 201, first.body);
+      const keys = Array.from({ length: 5 }, () => newKey());
+      const [repeat, reused, ...rest] = await Promise.all([
+        put('GROUP_0', committedKey),
+        put('GROUP_0', committedKey, 'another value'),
+        ...keys.map((key, i) => put(`GROUP_${i + 1}`, key)),
+        ...[6, 7, 8].map((i) => put(`GROUP_${i}`)),
+      ]);
+      assert.deepEqual(answerOf(repeat!), answerOf(first));
+      assert.equal(repeat!.headers['idempotent-replayed'], 'true');
+      assert.equal(reused!.statusCode, 422, reused!.body);
+      for (const res of rest) assert.equal(res.statusCode, 201, res.body);
+      for (let i = 0; i <= 8; i++) assert.equal(await versionsOf(env, `GROUP_${i}`), 1, `GROUP_${i}`);
+      // Each new key was recorded with its own write's result.
+      for (const [i, key] of keys.entries()) {
+        const again = await put(`GROUP_${i + 1}`, key);
+        assert.deepEqual(answerOf(again), answerOf(rest[i]!), `GROUP_${i + 1}`);
+        assert.equal(again.headers['idempotent-replayed'], 'true');
+      }
+    });
+
+    it('a key is remembered for 24 hours: after that the same request is a new write, under the key anew', async () => {
+      const env = project.env.development.id;
+      const body = { value: envelope(project, env, 'EXPIRES', 'v') };
+      const key = newKey();
+      const first = await send('PUT', secretPath(env, 'EXPIRES'), body, key);
+      assert.equal(first.statusCode, 201, first.body);
+      t.clock.advance(23 * 60 * 60 * 1000);
+      const within = await send('PUT', secretPath(env, 'EXPIRES'), body, key);
+      assert.equal(within.headers['idempotent-replayed'], 'true');
+      t.clock.advance(60 * 60 * 1000 + 1000);
+      const after = await send('PUT', secretPath(env, 'EXPIRES'), body, key);
+      assert.equal(after.statusCode, 200, after.body);
+      assert.equal(after.headers['idempotent-replayed'], undefined);
+      assert.equal(await versionsOf(env, 'EXPIRES'), 2);
+      const again = await send('PUT', secretPath(env, 'EXPIRES'), body, key);
+      assert.deepEqual(answerOf(again), answerOf(after));
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal(await versionsOf(env, 'EXPIRES'), 2);
+    });
+
     it('batches, rollbacks, deletes, new projects and API keys: a repeat answers as the first did', async () => {
       const env = project.env.production.id;
       const batch = {

@@ -61,6 +61,66 @@ export async function insertCommittedKey(
   return inserted.rows.length > 0;
 }
 
+/** Of the keys given as a JSON array of lookups, those with a row, and when it expires (SQLite). */
+const keyRowsSql = `
+    select lookup, expires_at from idempotency_keys
+    where lookup in (select value from json_each(?))`;
+
+/**
+ * Of `keys`, the lookups whose row is live at the key's own `at`, in ONE
+ * statement however many there are: the SQLite group commit asks this for all
+ * its keyed writes at once (db/group-commit.ts). The keys travel as one JSON
+ * array, so the statement's text, and its prepared statement, is always the
+ * same.
+ */
+export async function liveKeys(
+  trx: Kysely<Database>,
+  keys: readonly { lookup: string; at: Date }[],
+): Promise<Set<string>> {
+  const lookups = JSON.stringify(keys.map((key) => key.lookup));
+  const found = await trx.executeQuery<{ lookup: string; expires_at: string }>(
+    CompiledQuery.raw(keyRowsSql, [lookups]),
+  );
+  const expiry = new Map(found.rows.map((row) => [row.lookup, row.expires_at]));
+  const live = new Set<string>();
+  for (const { lookup, at } of keys) {
+    const expires = expiry.get(lookup);
+    if (expires !== undefined && expires > at.toISOString()) live.add(lookup);
+  }
+  return live;
+}
+
+/** The rows given as one JSON array of arrays, in `KEY_COLUMNS` order (SQLite). */
+const KEY_COLUMNS = ['lookup', 'owner', 'fingerprint', 'result', 'created_at', 'expires_at'] as const;
+const insertKeysSql = `
+    insert into idempotency_keys (${KEY_COLUMNS.join(', ')})
+    select ${KEY_COLUMNS.map((_, i) => `json_extract(value, '$[${i}]')`).join(', ')}
+    from json_each(?) where true
+    on conflict (lookup) do update set
+      owner = excluded.owner, fingerprint = excluded.fingerprint, result = excluded.result,
+      created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= excluded.created_at
+    returning lookup`;
+
+/**
+ * Inserts the key rows of several writes in ONE statement (the SQLite group
+ * commit, before its commit), each replacing a row of its key that had
+ * expired by the time its own request was handled (`created_at`); the
+ * lookups inserted. A live row is left as it is and its lookup is missing
+ * from the answer. (`where true`: SQLite's grammar needs a `where` between
+ * an insert's `select` and its `on conflict`.)
+ */
+export async function insertCommittedKeys(
+  trx: Kysely<Database>,
+  rows: readonly IdempotencyKeyTable[],
+): Promise<Set<string>> {
+  const values = JSON.stringify(rows.map((row) => KEY_COLUMNS.map((column) => row[column])));
+  const inserted = await trx.executeQuery<{ lookup: string }>(
+    CompiledQuery.raw(insertKeysSql, [values]),
+  );
+  return new Set(inserted.rows.map((row) => row.lookup));
+}
+
 /** What each column of a key's row may hold, so that it can be written into SQL text. */
 const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable | 'now', RegExp> = {
   lookup: /^(?:[0-9a-f]{12})?[0-9a-f]{64}$/,

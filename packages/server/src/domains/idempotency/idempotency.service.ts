@@ -11,12 +11,14 @@ import { AppError } from '../../errors.js';
 import type { SharedDeps } from '../../shared-deps.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
 import { bodyStrings, liftBodyStrings, restoreBodyStrings, type BodyRef } from './body-strings.js';
-import { CommittedEarlier, type WriteClaim } from '../../db/write-claims.js';
+import { CommittedEarlier, KeyTaken, type KeyRecords, type WriteClaim } from '../../db/write-claims.js';
 import {
   committedKeyStatement,
   deleteExpiredKeys,
   findLiveKey,
   insertCommittedKey,
+  insertCommittedKeys,
+  liveKeys,
 } from './idempotency.repo.js';
 
 /** How long a key is remembered after its write committed. */
@@ -154,6 +156,9 @@ function resultCodec(
   };
 }
 
+/** The SQLite group commit's statements for the keys of its writes (`KeyRecords`). */
+const keyRecords: KeyRecords = { live: liveKeys, insert: insertCommittedKeys };
+
 const reused = () =>
   new AppError(
     'idempotency_key_reused',
@@ -249,13 +254,17 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
             if (!inserted) throw inProgress();
           },
           recordStatement: (value) => committedKeyStatement(row(value), clock.now().toISOString()),
+          lookup,
+          recordRow: row,
+          records: keyRecords,
           async explain(error) {
             // Checked at commit, any failure may be a repeat's (its write
             // refused on the state the first one left, or its key's insert).
-            if (!atCommit && driverErrorKind(error) !== 'unique_violation') return error;
+            const taken = error instanceof KeyTaken;
+            if (!atCommit && !taken && driverErrorKind(error) !== 'unique_violation') return error;
             const now = clock.now().toISOString();
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
-            if (!other) return error;
+            if (!other) return taken ? inProgress() : error;
             if (other.fingerprint !== fingerprint) return reused();
             return atCommit ? new CommittedEarlier(codec.open(other.result).value) : inProgress();
           },
