@@ -130,10 +130,7 @@ export class GroupCommit {
    * an earlier write of the group holds the same key (a repeat on this
    * instance waits for the first, so only one that waited in vain could).
    */
-  private async keysTaken(
-    trx: Kysely<Database>,
-    group: readonly Queued[],
-  ): Promise<Set<Queued>> {
+  private async keysTaken(trx: Kysely<Database>, group: readonly Queued[]): Promise<Set<Queued>> {
     const keyed = group.filter((item) => item.claim);
     const taken = new Set<Queued>();
     if (keyed.length === 0) return taken;

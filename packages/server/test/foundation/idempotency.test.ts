@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { deserialize } from 'node:v8';
+import { serialize } from 'node:v8';
 import { request as httpRequest, Agent } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { newIdempotencyKey } from '@coffer/sdk';
 import { keyLookup } from '../../src/domains/idempotency/idempotency.service.js';
+import {
+  bodyStrings,
+  fromClearJson,
+  liftBodyStrings,
+  requestStrings,
+} from '../../src/domains/idempotency/body-strings.js';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { as, dataOf } from '../support/http.js';
@@ -66,6 +72,27 @@ for (const dialect of DIALECTS) {
       assert.equal(await versionsOf(env, 'TWICE'), 2);
     });
 
+    it('a comment with quotes, backslashes and other scripts is stored and replayed exactly', async () => {
+      const env = project.env.development.id;
+      // Shorter than the body strings left out of the row: it is in the row's JSON.
+      const comment = `it's \\ "q" \\u0000 ü秘'); --`;
+      const body = { value: envelope(project, env, 'QUOTED', 'v'), comment };
+      const key = newKey();
+      const first = await send('PUT', secretPath(env, 'QUOTED'), body, key);
+      assert.equal(first.statusCode, 201, first.body);
+      assert.equal(dataOf<{ comment: string }>(first, 201).comment, comment);
+      const again = await send('PUT', secretPath(env, 'QUOTED'), body, key);
+      assert.deepEqual(answerOf(again), answerOf(first));
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal(await versionsOf(env, 'QUOTED'), 1);
+      const row = await t.testDb.db.kysely
+        .selectFrom('idempotency_keys')
+        .select('result')
+        .where('lookup', '=', keyLookup(`user:${project.admin.id}`, key))
+        .executeTakeFirstOrThrow();
+      assert.ok(row.result!.includes(JSON.stringify(comment).slice(1, -1)), row.result!);
+    });
+
     it("a secret write's key does not store the value again: the repeat's body gives it back", async () => {
       const env = project.env.development.id;
       const body = { value: envelope(project, env, 'LARGE', 'v'.repeat(4000)) };
@@ -108,33 +135,51 @@ for (const dialect of DIALECTS) {
     it("what a key's row holds: a secret write's metadata in clear, a rollback's and an API key's result sealed", async () => {
       const env = project.env.staging.id;
       const base = `/v1/projects/${project.id}/environments/${env}/secrets`;
-      const storedFor = async (key: string) => {
-        const row = await t.testDb.db.kysely
+      const rowFor = (key: string) =>
+        t.testDb.db.kysely
           .selectFrom('idempotency_keys')
-          .select('result')
+          .select(['result', 'created_at'])
           .where('lookup', '=', keyLookup(`user:${project.admin.id}`, key))
           .executeTakeFirstOrThrow();
-        return row.result!;
-      };
+      const storedFor = async (key: string) => (await rowFor(key)).result!;
       const v1 = envelope(project, env, 'STORED', 'first');
       const putKey = newKey();
-      const put = await send('PUT', `${base}/STORED`, { value: v1, comment: 'kept' }, putKey);
+      const putBody = { value: v1, comment: 'kept' };
+      const put = await send('PUT', `${base}/STORED`, putBody, putKey);
       assert.equal(put.statusCode, 201, put.body);
-      // In clear: a dot, then base64 of the result without the body's value.
+      // In clear: JSON, in which the strings the request itself holds (the
+      // value, the environment's id from the URL, the time) are marks.
       const clear = await storedFor(putKey);
-      assert.match(clear, /^\.[0-9A-Za-z+/=]+$/);
-      const [value, refs] = deserialize(Buffer.from(clear.slice(1), 'base64')) as [
-        { result: { secret: Record<string, unknown> } },
-        unknown[],
-      ];
-      const { secret } = value.result;
+      assert.ok(clear.startsWith('~'), clear);
+      const { secret } = (
+        JSON.parse(clear.slice(1)) as { result: { secret: Record<string, unknown> } }
+      ).result;
       assert.equal(secret.name, 'STORED');
       assert.equal(secret.comment, 'kept');
-      assert.equal(secret.value, null, 'the value comes from the repeat, not the row');
-      assert.equal(refs.length, 1);
-      assert.ok(!clear.includes(v1.slice(0, 40)) && !JSON.stringify(value).includes(v1));
-      const putAgain = await send('PUT', `${base}/STORED`, { value: v1, comment: 'kept' }, putKey);
+      assert.equal(secret.version, 1);
+      assert.match(String(secret.id), /^sec_/);
+      for (const marked of ['value', 'environment_id', 'created_at', 'updated_at'])
+        assert.match(String(secret[marked]), /^\u0000\d+$/, `${marked} is taken from the repeat`);
+      assert.ok(!clear.includes(v1.slice(0, 40)) && !clear.includes(v1.slice(-40)));
+      assert.ok(clear.length < 400, `${clear.length} characters`);
+      const putAgain = await send('PUT', `${base}/STORED`, putBody, putKey);
       assert.deepEqual(answerOf(putAgain), answerOf(put));
+      // A row in the earlier clear format (a dot, then base64 of the
+      // serialization without the body's strings) still replays.
+      const { created_at } = await rowFor(putKey);
+      const full = fromClearJson(
+        clear.slice(1),
+        requestStrings(putBody, `${base}/STORED`, created_at),
+      );
+      const lifted = liftBodyStrings(full, bodyStrings(putBody));
+      await t.testDb.db.kysely
+        .updateTable('idempotency_keys')
+        .set({ result: '.' + serialize([lifted.value, lifted.refs]).toString('base64') })
+        .where('lookup', '=', keyLookup(`user:${project.admin.id}`, putKey))
+        .execute();
+      const putOld = await send('PUT', `${base}/STORED`, putBody, putKey);
+      assert.deepEqual(answerOf(putOld), answerOf(put));
+      assert.equal(putOld.headers['idempotent-replayed'], 'true');
 
       // A rollback answers with an earlier version's ciphertext, which its body
       // does not hold: sealed, and nothing of that ciphertext readable in the row.
@@ -273,7 +318,8 @@ for (const dialect of DIALECTS) {
       assert.equal(repeat!.headers['idempotent-replayed'], 'true');
       assert.equal(reused!.statusCode, 422, reused!.body);
       for (const res of rest) assert.equal(res.statusCode, 201, res.body);
-      for (let i = 0; i <= 8; i++) assert.equal(await versionsOf(env, `GROUP_${i}`), 1, `GROUP_${i}`);
+      for (let i = 0; i <= 8; i++)
+        assert.equal(await versionsOf(env, `GROUP_${i}`), 1, `GROUP_${i}`);
       // Each new key was recorded with its own write's result.
       for (const [i, key] of keys.entries()) {
         const again = await put(`GROUP_${i + 1}`, key);

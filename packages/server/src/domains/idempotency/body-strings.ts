@@ -93,3 +93,95 @@ export function restoreBodyStrings(value: unknown, refs: BodyRef[], strings: rea
   }
   return root;
 }
+
+/**
+ * A result stored in clear is JSON in which each string a repeat of the
+ * request knows as well as its first attempt is named by its index among
+ * `requestStrings` instead of held: a string of NUL and the index. (A string
+ * of the result that starts with NUL gets another in front.) Shorter strings
+ * stay in place: their mark would be as long.
+ */
+const MARK = '\u0000';
+const MIN_MARKED = 8;
+
+/**
+ * What a repeat of a request knows as well as its first attempt, in an order
+ * both compute alike: the long strings of its body (the same body, by the
+ * fingerprint), the segments of its URL's path (the same URL) and the instant
+ * it was handled at (the first attempt's, kept in the key's row as
+ * `created_at`). A secret write's answer is mostly these: its value, its name,
+ * its environment and its times.
+ */
+export function requestStrings(body: unknown, url: string, at: string): string[] {
+  const path = url
+    .split('?', 1)[0]!
+    .split('/')
+    .map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+    });
+  return [...bodyStrings(body), ...path.filter((s) => s.length >= MIN_MARKED), at];
+}
+
+/** Thrown inside `toClearJson` at the first value JSON cannot hold exactly. */
+const NOT_JSON = Symbol('not JSON');
+
+/**
+ * `value` as JSON with the strings of `strings` marked (above), or null when
+ * `value` holds anything JSON would not give back as it was (undefined, a
+ * Date, a Buffer, a class instance, NaN): the caller then stores it another way.
+ * `value` itself is not changed (it is also the answer to this request).
+ */
+export function toClearJson(value: unknown, strings: readonly string[]): string | null {
+  const index = new Map<string, number>();
+  strings.forEach((s, i) => index.has(s) || index.set(s, i));
+  const mark = (node: unknown): unknown => {
+    switch (typeof node) {
+      case 'string': {
+        const i = node.length >= MIN_MARKED ? index.get(node) : undefined;
+        if (i !== undefined) return MARK + i;
+        return node.startsWith(MARK) ? MARK + node : node;
+      }
+      case 'number':
+        if (!Number.isFinite(node)) throw NOT_JSON;
+        return node;
+      case 'boolean':
+        return node;
+      case 'object': {
+        if (node === null) return null;
+        if (!isContainer(node)) throw NOT_JSON;
+        if (Array.isArray(node)) {
+          const items: unknown[] = [];
+          for (let i = 0; i < node.length; i++) items.push(mark(node[i]));
+          return items;
+        }
+        // No prototype: a key named `__proto__` stays a key.
+        const copy = Object.create(null) as Record<string, unknown>;
+        for (const key of Object.keys(node)) copy[key] = mark(node[key]);
+        return copy;
+      }
+      default:
+        throw NOT_JSON;
+    }
+  };
+  try {
+    return JSON.stringify(mark(value));
+  } catch (error) {
+    if (error === NOT_JSON) return null;
+    throw error;
+  }
+}
+
+/** The value `toClearJson` stored, its marked strings put back from the repeat's `strings`. */
+export function fromClearJson(text: string, strings: readonly string[]): unknown {
+  return JSON.parse(text, (_key, node: unknown) => {
+    if (typeof node !== 'string' || !node.startsWith(MARK)) return node;
+    if (node.startsWith(MARK, 1)) return node.slice(1);
+    const found = strings[Number(node.slice(1))];
+    if (found === undefined) throw new Error('the stored result names a string the request lacks');
+    return found;
+  });
+}

@@ -91,7 +91,14 @@ export async function liveKeys(
 }
 
 /** The rows given as one JSON array of arrays, in `KEY_COLUMNS` order (SQLite). */
-const KEY_COLUMNS = ['lookup', 'owner', 'fingerprint', 'result', 'created_at', 'expires_at'] as const;
+const KEY_COLUMNS = [
+  'lookup',
+  'owner',
+  'fingerprint',
+  'result',
+  'created_at',
+  'expires_at',
+] as const;
 const insertKeysSql = `
     insert into idempotency_keys (${KEY_COLUMNS.join(', ')})
     select ${KEY_COLUMNS.map((_, i) => `json_extract(value, '$[${i}]')`).join(', ')}
@@ -126,14 +133,25 @@ const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable | 'now', RegExp> = {
   lookup: /^(?:[0-9a-f]{12})?[0-9a-f]{64}$/,
   owner: /^[a-z_]+:[0-9A-Za-z_]+$/,
   fingerprint: /^[0-9a-f]{64}$/,
-  result: /^\.?[0-9A-Za-z+/=]*$/, // base64, unsealed ones after a dot
+  result: /^\.?[0-9A-Za-z+/=]*$/, // base64, unsealed ones after a dot (JSON ones: `JSON_RESULT`)
   created_at: /^[0-9TZ:.+-]+$/,
   expires_at: /^[0-9TZ:.+-]+$/,
   now: /^[0-9TZ:.+-]+$/,
 };
 
+/**
+ * A result stored in clear as JSON (`~` and the JSON text) as an escape string
+ * literal: backslashes doubled and quotes doubled, which `E'…'` reads back the
+ * same whatever `standard_conforming_strings` says. JSON text holds no control
+ * character (JSON.stringify escapes them), so no NUL either.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
+const JSON_RESULT = /^~[^\u0000-\u001f]*$/;
+
 const literal = (column: keyof typeof LITERAL_PATTERNS, value: string | null): string => {
   if (value === null) return 'null';
+  if (column === 'result' && JSON_RESULT.test(value))
+    return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
   if (!LITERAL_PATTERNS[column].test(value)) throw new Error(`not a well-formed ${column}`);
   return `'${value}'`;
 };

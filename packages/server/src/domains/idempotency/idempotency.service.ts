@@ -10,8 +10,21 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
 import type { SharedDeps } from '../../shared-deps.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
-import { bodyStrings, liftBodyStrings, restoreBodyStrings, type BodyRef } from './body-strings.js';
-import { CommittedEarlier, KeyTaken, type KeyRecords, type WriteClaim } from '../../db/write-claims.js';
+import {
+  bodyStrings,
+  fromClearJson,
+  liftBodyStrings,
+  requestStrings,
+  restoreBodyStrings,
+  toClearJson,
+  type BodyRef,
+} from './body-strings.js';
+import {
+  CommittedEarlier,
+  KeyTaken,
+  type KeyRecords,
+  type WriteClaim,
+} from '../../db/write-claims.js';
 import {
   committedKeyStatement,
   deleteExpiredKeys,
@@ -82,9 +95,12 @@ function nonce(): Buffer {
 const LIFTED_FORMAT = 0x01;
 const FORMAT_BYTE = Buffer.of(LIFTED_FORMAT);
 /**
- * What a result stored in clear starts with (a character base64 never uses),
- * followed by the base64 of the same lifted serialization, unsealed.
+ * What a result stored in clear starts with: JSON with the strings the
+ * request knows marked (`toClearJson`). Before that format, results in clear
+ * were a dot and the base64 of the lifted serialization unsealed; a result
+ * JSON cannot hold exactly is still stored so.
  */
+const JSON_PREFIX = '~';
 const CLEAR_PREFIX = '.';
 
 /**
@@ -93,21 +109,17 @@ const CLEAR_PREFIX = '.';
  * the client's idempotency key, the lookup hash as associated data, so the
  * server keeps neither the key nor anything it could decrypt with: for a new
  * API key, the result holds its bearer part. In clear (`inClear`), for routes
- * whose result, once the strings of the request's body are lifted out, holds
- * only what the database already holds in clear (a secret's name, version and
- * times): no key derivation and no cipher, which were about two fifths of a
- * keyed secret write's extra cost (docs/performance.md). Either way `body` is
- * the request's: the strings of it the result repeats are not stored, but
- * taken from a repeat's body (the same, by its fingerprint). Opening reads
- * either format, whatever `inClear`.
+ * whose result, once the strings of the request are taken out, holds only
+ * what the database already holds in clear (a secret's id, version and
+ * comment): JSON, no key derivation, cipher or base64, and a row about half
+ * the size (docs/performance.md). Either way the strings of the request the
+ * result repeats (a secret write's ciphertext; in clear also its name, its
+ * environment's id and its time) are not stored, but taken from the repeat,
+ * the same by its fingerprint; `at` is the first attempt's instant, as the
+ * key's row keeps it. Opening reads every format, whatever `inClear`.
  */
-function resultCodec(
-  key: string,
-  owner: string,
-  lookup: string,
-  body: unknown,
-  { inClear }: { inClear: boolean },
-) {
+function resultCodec(request: KeyedRequest, lookup: string, { inClear }: { inClear: boolean }) {
+  const { key, owner, body, url } = request;
   // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
   // step alone: the key is random), derived when first needed.
   let keys: Buffer | null = null;
@@ -122,7 +134,11 @@ function resultCodec(
     /** The n-th id of `kind` of a request under this key: the same on every attempt. */
     idBytes: (kind: string, n: number) =>
       createHmac('sha512', derived().subarray(32)).update(`${kind}:${n}`).digest(),
-    seal(value: unknown): string | null {
+    seal(value: unknown, at: string): string | null {
+      if (inClear) {
+        const json = toClearJson(value, requestStrings(body, url, at));
+        if (json !== null) return JSON_PREFIX + json;
+      }
       let plain: Buffer;
       try {
         const lifted = liftBodyStrings(value, bodyStrings(body));
@@ -137,13 +153,15 @@ function resultCodec(
       const parts = [iv, cipher.update(FORMAT_BYTE), cipher.update(plain), cipher.final()];
       return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
     },
-    open(text: string | null): { value: unknown } {
+    open(text: string | null, at: string): { value: unknown } {
       if (text === null) {
         throw new AppError(
           'request_in_progress',
           'A request with this Idempotency-Key was executed, but its result cannot be given again; read the resource instead',
         );
       }
+      if (text.startsWith(JSON_PREFIX))
+        return { value: fromClearJson(text.slice(1), requestStrings(body, url, at)) };
       if (text.startsWith(CLEAR_PREFIX)) return restore(Buffer.from(text.slice(1), 'base64'));
       const bytes = Buffer.from(text, 'base64');
       const decipher = createDecipheriv('aes-256-gcm', sealKey(), bytes.subarray(0, 12))
@@ -219,28 +237,27 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
         if (handling.get(lookup) === mine) handling.delete(lookup);
       };
       try {
-        const codec = resultCodec(request.key, request.owner, lookup, request.body, {
-          inClear: resultInClear,
-        });
+        const codec = resultCodec(request, lookup, { inClear: resultInClear });
         const stored = atCommit
           ? undefined
           : await findLiveKey(db.kysely, lookup, clock.now().toISOString());
         if (stored && stored.fingerprint !== fingerprint) throw reused();
         const ids = new Map<string, number>();
         const at = stored ? new Date(stored.created_at) : clock.now();
+        const createdAt = at.toISOString();
         const row = (value: unknown) => ({
           lookup,
           owner: request.owner,
           fingerprint,
-          result: codec.seal(value),
-          created_at: at.toISOString(),
+          result: codec.seal(value, createdAt),
+          created_at: createdAt,
           expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
         });
         claim = {
           settled: false,
           writing: false,
           active: true,
-          committed: stored ? codec.open(stored.result) : null,
+          committed: stored ? codec.open(stored.result, stored.created_at) : null,
           replayed,
           at,
           idBytes(kind) {
@@ -266,7 +283,9 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
             if (!other) return taken ? inProgress() : error;
             if (other.fingerprint !== fingerprint) return reused();
-            return atCommit ? new CommittedEarlier(codec.open(other.result).value) : inProgress();
+            return atCommit
+              ? new CommittedEarlier(codec.open(other.result, other.created_at).value)
+              : inProgress();
           },
         };
         return { claim, done };

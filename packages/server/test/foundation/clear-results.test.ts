@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  fromClearJson,
+  requestStrings,
+  toClearJson,
+} from '../../src/domains/idempotency/body-strings.js';
+
+// How a keyed write's result is stored in clear (`toClearJson`): whatever is
+// stored, a repeat must get exactly the value back, or the answer it is
+// given would differ from the first.
+
+const value = 'v1.xc20p.1.' + 'A'.repeat(60);
+const body = { value, comment: 'short' };
+const url =
+  '/v1/projects/proj_0123456789abcdefghij/environments/env_0123456789abcdefghij/secrets/DATABASE_URL?x=1';
+const at = '2026-11-28T02:00:00.000Z';
+const strings = requestStrings(body, url, at);
+
+const roundTrip = (result: unknown) => {
+  const text = toClearJson(result, strings);
+  assert.notEqual(text, null);
+  return { text: text!, back: fromClearJson(text!, requestStrings(body, url, at)) };
+};
+
+describe('results stored in clear', () => {
+  it("leave out the strings the request holds, and get them back from the repeat's", () => {
+    const result = {
+      secret: {
+        id: 'sec_abcdefghijklmnopqrst',
+        environment_id: 'env_0123456789abcdefghij',
+        name: 'DATABASE_URL',
+        value,
+        comment: 'short',
+        created_at: at,
+        updated_at: at,
+      },
+      created: true,
+    };
+    const { text, back } = roundTrip(result);
+    assert.deepEqual(back, result);
+    for (const held of [value, 'env_0123456789abcdefghij', 'DATABASE_URL', at])
+      assert.ok(!text.includes(held), `${held} is in ${text}`);
+    assert.ok(text.includes('sec_abcdefghijklmnopqrst') && text.includes('short'));
+  });
+
+  it('give back strings that look like marks, keys named __proto__, nesting and arrays as they were', () => {
+    const result = JSON.parse(
+      '{"__proto__": {"a": 1}, "list": [1, "two", null, true, {"x": [[]]}], "n": -1.5e300}',
+    ) as Record<string, unknown>;
+    result.mark = '\u00003';
+    result.marks = '\u0000\u0000';
+    result.nul = '\u0000';
+    const { back } = roundTrip(result);
+    assert.deepEqual(back, result);
+    assert.ok(Object.hasOwn(back as object, '__proto__'));
+    assert.equal(Object.getPrototypeOf(back), Object.prototype);
+  });
+
+  it('are refused (null) for anything JSON would not give back as it was', () => {
+    for (const odd of [
+      { at: new Date(at) },
+      { missing: undefined },
+      [1, , 3], // eslint-disable-line no-sparse-arrays
+      { n: Number.NaN },
+      { n: Infinity },
+      { big: 1n },
+      { bytes: Buffer.from('x') },
+      { map: new Map() },
+      { f: () => 1 },
+    ])
+      assert.equal(toClearJson(odd, strings), null, String(Object.keys(odd)));
+  });
+
+  it('fail to open when the request lacks a string the result names', () => {
+    const text = toClearJson({ value }, strings)!;
+    assert.throws(() => fromClearJson(text, []), /lacks/);
+  });
+});
