@@ -242,8 +242,10 @@ export interface IdempotencyKeyTable {
   /**
    * What the write's transaction returned, the request body's long strings left
    * out: encrypted under the client's key (base64), or for routes whose result
-   * holds nothing the database does not hold in clear, a dot and base64
-   * (`resultCodec`); null if it cannot be kept.
+   * holds nothing the database does not hold in clear, `~` and JSON with the
+   * request's own strings marked (a dot and base64 for a result JSON cannot
+   * hold, and in rows written before that format; `resultCodec`); null if it
+   * cannot be kept.
    */
   result: string | null;
   created_at: string;

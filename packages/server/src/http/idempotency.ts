@@ -31,7 +31,7 @@ declare module 'fastify' {
      * (which are never stored), holds only what the database holds in clear
      * anyway (a secret's id, name, version and times; no value, token or key
      * that is not the client's own from the body): it is stored under the key
-     * unsealed, which saves a keyed write the key derivation and AES-GCM
+     * unsealed, as JSON, which saves a keyed write the key derivation, AES-GCM and base64
      * (`resultCodec` in domains/idempotency). A route whose result can hold
      * anything else (a rollback's earlier ciphertext, a new API key's bearer
      * part) leaves this unset, and its results are sealed.

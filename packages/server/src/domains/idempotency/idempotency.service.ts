@@ -214,10 +214,10 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
     ): Promise<{ claim: WriteClaim; done: () => void }> {
       // The route's write is all in one environment write (nothing before it
       // depends on the claim's time or ids): the key is not read first, on
-      // either dialect. A repeat runs the write, meets the key's live row
-      // when it inserts its own (PostgreSQL: a unique violation at commit;
-      // SQLite: an insert that returns nothing, in the write's savepoint),
-      // rolls back and is answered with the stored result (`explain`).
+      // either dialect. A repeat meets the key's live row where the write
+      // records keys (PostgreSQL: a unique violation at commit, which rolls
+      // the write back; the SQLite group commit: before it runs the write,
+      // `KeyTaken`) and is answered with the stored result (`explain`).
       const inProgress = () =>
         new AppError(
           'request_in_progress',
