@@ -68,6 +68,11 @@ describe('results stored in clear', () => {
       { bytes: Buffer.from('x') },
       { map: new Map() },
       { f: () => 1 },
+      (() => {
+        const cycle: Record<string, unknown> = {};
+        cycle.self = cycle;
+        return cycle;
+      })(),
     ])
       assert.equal(toClearJson(odd, strings), null, String(Object.keys(odd)));
   });

@@ -132,7 +132,8 @@ const NOT_JSON = Symbol('not JSON');
 /**
  * `value` as JSON with the strings of `strings` marked (above), or null when
  * `value` holds anything JSON would not give back as it was (undefined, a
- * Date, a Buffer, a class instance, NaN): the caller then stores it another way.
+ * Date, a Buffer, a class instance, NaN, a cycle): the caller then stores it
+ * another way.
  * `value` itself is not changed (it is also the answer to this request).
  */
 export function toClearJson(value: unknown, strings: readonly string[]): string | null {
@@ -169,9 +170,8 @@ export function toClearJson(value: unknown, strings: readonly string[]): string 
   };
   try {
     return JSON.stringify(mark(value));
-  } catch (error) {
-    if (error === NOT_JSON) return null;
-    throw error;
+  } catch {
+    return null; // NOT_JSON, or a cycle (too deep): stored another way
   }
 }
 

@@ -129,14 +129,13 @@ export async function insertCommittedKeys(
 }
 
 /** What each column of a key's row may hold, so that it can be written into SQL text. */
-const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable | 'now', RegExp> = {
+const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable, RegExp> = {
   lookup: /^(?:[0-9a-f]{12})?[0-9a-f]{64}$/,
   owner: /^[a-z_]+:[0-9A-Za-z_]+$/,
   fingerprint: /^[0-9a-f]{64}$/,
   result: /^\.?[0-9A-Za-z+/=]*$/, // base64, unsealed ones after a dot (JSON ones: `JSON_RESULT`)
   created_at: /^[0-9TZ:.+-]+$/,
   expires_at: /^[0-9TZ:.+-]+$/,
-  now: /^[0-9TZ:.+-]+$/,
 };
 
 /**
@@ -158,20 +157,35 @@ const literal = (column: keyof typeof LITERAL_PATTERNS, value: string | null): s
 
 /**
  * `insertCommittedKey` as parameterless SQL, for PostgreSQL to send with the
- * write's commit (`inSharedProjectTransaction`): an expired row of the key is
- * removed, and a live one makes the insert fail with a unique violation,
- * which rolls the write back. Every value is checked against what its column
- * can hold (hex hashes, base64, ISO times, an owner of ids) before it is
- * written into the text.
+ * write's commit (`inSharedProjectTransaction`): a plain insert, so that any
+ * row of the key makes it fail with a unique violation, which rolls the
+ * write back. A row that had only expired is removed by the claim's
+ * `explain` (`deleteExpiredKey`) and the write runs again; a delete of it in
+ * front of every insert cost PostgreSQL about as much as the insert itself
+ * (its plan is made anew each time). Every value is checked against what its
+ * column can hold (hex hashes, base64 or JSON, ISO times, an owner of ids)
+ * before it is written into the text.
  */
-export function committedKeyStatement(row: IdempotencyKeyTable, now: string): string {
-  const lookup = literal('lookup', row.lookup);
+export function committedKeyStatement(row: IdempotencyKeyTable): string {
   return (
-    `delete from idempotency_keys where lookup = ${lookup} and expires_at <= ${literal('now', now)}; ` +
     'insert into idempotency_keys (lookup, owner, fingerprint, result, created_at, expires_at) ' +
-    `values (${lookup}, ${literal('owner', row.owner)}, ${literal('fingerprint', row.fingerprint)}, ` +
+    `values (${literal('lookup', row.lookup)}, ${literal('owner', row.owner)}, ${literal('fingerprint', row.fingerprint)}, ` +
     `${literal('result', row.result)}, ${literal('created_at', row.created_at)}, ${literal('expires_at', row.expires_at)})`
   );
+}
+
+/** Removes the row of `lookup` if it expired before `now`; whether there was one. */
+export async function deleteExpiredKey(
+  db: Kysely<Database>,
+  lookup: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where('lookup', '=', lookup)
+    .where('expires_at', '<=', now)
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }
 
 /** Removes keys that expired before `now`, at most `limit` at a time; how many went. */

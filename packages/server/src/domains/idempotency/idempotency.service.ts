@@ -27,6 +27,7 @@ import {
 } from '../../db/write-claims.js';
 import {
   committedKeyStatement,
+  deleteExpiredKey,
   deleteExpiredKeys,
   findLiveKey,
   insertCommittedKey,
@@ -270,7 +271,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
             // Another request with this key (on another instance) committed first.
             if (!inserted) throw inProgress();
           },
-          recordStatement: (value) => committedKeyStatement(row(value), clock.now().toISOString()),
+          recordStatement: (value) => committedKeyStatement(row(value)),
           lookup,
           recordRow: row,
           records: keyRecords,
@@ -278,10 +279,17 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
             // Checked at commit, any failure may be a repeat's (its write
             // refused on the state the first one left, or its key's insert).
             const taken = error instanceof KeyTaken;
-            if (!atCommit && !taken && driverErrorKind(error) !== 'unique_violation') return error;
+            const unique = driverErrorKind(error) === 'unique_violation';
+            if (!atCommit && !taken && !unique) return error;
             const now = clock.now().toISOString();
             const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
-            if (!other) return taken ? inProgress() : error;
+            if (!other) {
+              // PostgreSQL's insert sent with the commit (`committedKeyStatement`)
+              // also fails on a row that had only expired: removed, the write,
+              // retried as a lost race, records the key anew.
+              if (unique) await deleteExpiredKey(db.kysely, lookup, now).catch(() => false);
+              return taken ? inProgress() : error;
+            }
             if (other.fingerprint !== fingerprint) return reused();
             return atCommit
               ? new CommittedEarlier(codec.open(other.result, other.created_at).value)
