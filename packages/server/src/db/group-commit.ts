@@ -1,6 +1,12 @@
 import type { ControlledTransaction, Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from './schema.js';
-import { boundToClaim, claimedTransaction, KeyTaken, type WriteClaim } from './write-claims.js';
+import {
+  boundToClaim,
+  claimedTransaction,
+  KeyTaken,
+  type KeyRecords,
+  type WriteClaim,
+} from './write-claims.js';
 
 interface Queued {
   work: (trx: Kysely<Database>) => Promise<unknown>;
@@ -95,7 +101,9 @@ export class GroupCommit {
     const group = this.queue.splice(0, this.maxGroup);
     const outcomes: Outcome[] = [];
     try {
-      const taken = await this.keysTaken(trx, group);
+      // Every claim carries the same statements for its key's row.
+      const records = group.find((item) => item.claim)?.claim!.records;
+      const taken = records ? await this.keysTaken(trx, group, records) : new Set<Queued>();
       const rows: IdempotencyKeyTable[] = [];
       for (const item of group) {
         const outcome = taken.has(item)
@@ -104,8 +112,8 @@ export class GroupCommit {
         outcomes.push(outcome);
         if (outcome.ok && item.claim) rows.push(item.claim.recordRow(outcome.value));
       }
-      if (rows.length > 0) {
-        const inserted = await group.find((item) => item.claim)!.claim!.records.insert(trx, rows);
+      if (records && rows.length > 0) {
+        const inserted = await records.insert(trx, rows);
         if (inserted.size !== rows.length) throw new Error('a key was taken inside the group');
       }
       await trx.commit().execute();
@@ -130,14 +138,17 @@ export class GroupCommit {
    * an earlier write of the group holds the same key (a repeat on this
    * instance waits for the first, so only one that waited in vain could).
    */
-  private async keysTaken(trx: Kysely<Database>, group: readonly Queued[]): Promise<Set<Queued>> {
+  private async keysTaken(
+    trx: Kysely<Database>,
+    group: readonly Queued[],
+    records: KeyRecords,
+  ): Promise<Set<Queued>> {
     const keyed = group.filter((item) => item.claim);
-    const taken = new Set<Queued>();
-    if (keyed.length === 0) return taken;
-    const live = await keyed[0]!.claim!.records.live(
+    const live = await records.live(
       trx,
       keyed.map(({ claim }) => ({ lookup: claim!.lookup, at: claim!.at })),
     );
+    const taken = new Set<Queued>();
     const seen = new Set<string>();
     for (const item of keyed) {
       const { lookup } = item.claim!;

@@ -11,6 +11,13 @@
 /** Shorter strings are left in place: taking them out would save little. */
 const MIN_LENGTH = 32;
 
+/** Each string's index in `strings`, its first where it is there twice. */
+function firstIndex(strings: readonly string[]): Map<string, number> {
+  const index = new Map<string, number>();
+  strings.forEach((s, i) => index.has(s) || index.set(s, i));
+  return index;
+}
+
 /** Where in the result a body string was: property names and array indices. */
 type Path = Array<string | number>;
 /** A lifted string: where it was, and its index among the body's strings (`bodyStrings`). */
@@ -50,8 +57,7 @@ export function liftBodyStrings(
 ): { value: unknown; refs: BodyRef[] } {
   const refs: BodyRef[] = [];
   if (strings.length === 0) return { value, refs };
-  const index = new Map<string, number>();
-  strings.forEach((s, i) => index.has(s) || index.set(s, i));
+  const index = firstIndex(strings);
   const path: Path = [];
   const lift = (node: unknown): unknown => {
     if (typeof node === 'string') {
@@ -123,7 +129,7 @@ export function requestStrings(body: unknown, url: string, at: string): string[]
         return segment;
       }
     });
-  return [...bodyStrings(body), ...path.filter((s) => s.length >= MIN_MARKED), at];
+  return [...bodyStrings(body), ...path, at];
 }
 
 /** Thrown inside `toClearJson` at the first value JSON cannot hold exactly. */
@@ -137,8 +143,7 @@ const NOT_JSON = Symbol('not JSON');
  * `value` itself is not changed (it is also the answer to this request).
  */
 export function toClearJson(value: unknown, strings: readonly string[]): string | null {
-  const index = new Map<string, number>();
-  strings.forEach((s, i) => index.has(s) || index.set(s, i));
+  const index = firstIndex(strings);
   const mark = (node: unknown): unknown => {
     switch (typeof node) {
       case 'string': {

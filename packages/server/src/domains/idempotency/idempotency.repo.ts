@@ -25,13 +25,28 @@ export async function findLiveKey(
   return (await liveKey(db, lookup, now))[0];
 }
 
-/** The insert below, its values as placeholders in the order of `insertCommittedKey`'s array. */
-const insertKeyStatement = sql<{ lookup: string }>`
-    insert into idempotency_keys (lookup, owner, fingerprint, result, created_at, expires_at)
-    values (${''}, ${''}, ${''}, ${''}, ${''}, ${''})
-    on conflict (lookup) do update set
+/** A key row's columns, in the order every insert below takes them. */
+const KEY_COLUMNS = [
+  'lookup',
+  'owner',
+  'fingerprint',
+  'result',
+  'created_at',
+  'expires_at',
+] as const;
+const KEY_COLUMN_LIST = KEY_COLUMNS.join(', ');
+const rowValues = (row: IdempotencyKeyTable) => KEY_COLUMNS.map((column) => row[column]);
+
+/** How the upserts below replace an existing row of the key (each says when). */
+const REPLACE_ROW = `on conflict (lookup) do update set
       owner = excluded.owner, fingerprint = excluded.fingerprint, result = excluded.result,
-      created_at = excluded.created_at, expires_at = excluded.expires_at
+      created_at = excluded.created_at, expires_at = excluded.expires_at`;
+
+/** The insert below, its values as placeholders in `KEY_COLUMNS` order, then `now`. */
+const insertKeyStatement = sql<{ lookup: string }>`
+    insert into idempotency_keys (${sql.raw(KEY_COLUMN_LIST)})
+    values (${''}, ${''}, ${''}, ${''}, ${''}, ${''})
+    ${sql.raw(REPLACE_ROW)}
     where idempotency_keys.expires_at <= ${''}
     returning lookup`;
 /** Its SQL per dialect (by adapter class), compiled once. */
@@ -55,9 +70,7 @@ export async function insertCommittedKey(
     text = insertKeyStatement.compile(trx).sql;
     insertKeySql.set(dialect, text);
   }
-  const { lookup, owner, fingerprint, result, created_at, expires_at } = row;
-  const values = [lookup, owner, fingerprint, result, created_at, expires_at, now];
-  const inserted = await trx.executeQuery(CompiledQuery.raw(text, values));
+  const inserted = await trx.executeQuery(CompiledQuery.raw(text, [...rowValues(row), now]));
   return inserted.rows.length > 0;
 }
 
@@ -91,21 +104,11 @@ export async function liveKeys(
 }
 
 /** The rows given as one JSON array of arrays, in `KEY_COLUMNS` order (SQLite). */
-const KEY_COLUMNS = [
-  'lookup',
-  'owner',
-  'fingerprint',
-  'result',
-  'created_at',
-  'expires_at',
-] as const;
 const insertKeysSql = `
-    insert into idempotency_keys (${KEY_COLUMNS.join(', ')})
+    insert into idempotency_keys (${KEY_COLUMN_LIST})
     select ${KEY_COLUMNS.map((_, i) => `json_extract(value, '$[${i}]')`).join(', ')}
     from json_each(?) where true
-    on conflict (lookup) do update set
-      owner = excluded.owner, fingerprint = excluded.fingerprint, result = excluded.result,
-      created_at = excluded.created_at, expires_at = excluded.expires_at
+    ${REPLACE_ROW}
     where idempotency_keys.expires_at <= excluded.created_at
     returning lookup`;
 
@@ -121,7 +124,7 @@ export async function insertCommittedKeys(
   trx: Kysely<Database>,
   rows: readonly IdempotencyKeyTable[],
 ): Promise<Set<string>> {
-  const values = JSON.stringify(rows.map((row) => KEY_COLUMNS.map((column) => row[column])));
+  const values = JSON.stringify(rows.map(rowValues));
   const inserted = await trx.executeQuery<{ lookup: string }>(
     CompiledQuery.raw(insertKeysSql, [values]),
   );
@@ -167,25 +170,21 @@ const literal = (column: keyof typeof LITERAL_PATTERNS, value: string | null): s
  * before it is written into the text.
  */
 export function committedKeyStatement(row: IdempotencyKeyTable): string {
-  return (
-    'insert into idempotency_keys (lookup, owner, fingerprint, result, created_at, expires_at) ' +
-    `values (${literal('lookup', row.lookup)}, ${literal('owner', row.owner)}, ${literal('fingerprint', row.fingerprint)}, ` +
-    `${literal('result', row.result)}, ${literal('created_at', row.created_at)}, ${literal('expires_at', row.expires_at)})`
-  );
+  const values = KEY_COLUMNS.map((column) => literal(column, row[column]));
+  return `insert into idempotency_keys (${KEY_COLUMN_LIST}) values (${values.join(', ')})`;
 }
 
-/** Removes the row of `lookup` if it expired before `now`; whether there was one. */
+/** Removes the row of `lookup` if it expired before `now`. */
 export async function deleteExpiredKey(
   db: Kysely<Database>,
   lookup: string,
   now: string,
-): Promise<boolean> {
-  const result = await db
+): Promise<void> {
+  await db
     .deleteFrom('idempotency_keys')
     .where('lookup', '=', lookup)
     .where('expires_at', '<=', now)
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+    .execute();
 }
 
 /** Removes keys that expired before `now`, at most `limit` at a time; how many went. */

@@ -287,7 +287,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
               // PostgreSQL's insert sent with the commit (`committedKeyStatement`)
               // also fails on a row that had only expired: removed, the write,
               // retried as a lost race, records the key anew.
-              if (unique) await deleteExpiredKey(db.kysely, lookup, now).catch(() => false);
+              if (unique) await deleteExpiredKey(db.kysely, lookup, now).catch(() => undefined);
               return taken ? inProgress() : error;
             }
             if (other.fingerprint !== fingerprint) return reused();
