@@ -56,6 +56,16 @@ export async function resolveEnvironmentWith<R extends EnvironmentWithMembership
     throw notFound('Environment');
   }
   if (row.member_role === null) throw notFound('Project');
+  return { context: contextOf(caller, projectId, row, row.member_role), row };
+}
+
+/** The caller's context in an environment, from the row fetched with its membership. */
+export function contextOf(
+  caller: Principal,
+  projectId: string,
+  row: EnvironmentWithMembership,
+  memberRole: Role,
+): EnvironmentContext {
   const environment: EnvironmentRow = {
     id: row.id,
     project_id: row.project_id,
@@ -65,11 +75,8 @@ export async function resolveEnvironmentWith<R extends EnvironmentWithMembership
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-  const access = accessOf(caller, projectId, row.member_role);
-  return {
-    context: { environment, access, scope: environmentAccess(access, environment.id) },
-    row,
-  };
+  const access = accessOf(caller, projectId, memberRole);
+  return { environment, access, scope: environmentAccess(access, environment.id) };
 }
 
 /**

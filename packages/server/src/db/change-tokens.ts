@@ -326,12 +326,19 @@ export class TokenCache<V> {
   ) {}
 
   get(key: string, token: string): V | undefined {
+    const value = this.peek(key, token);
+    if (value === undefined) this.misses++;
+    else this.hits++;
+    return value;
+  }
+
+  /**
+   * `get` without counting a hit or a miss, for a caller that may still ask
+   * `get` for the same request (it counts a hit itself when it uses the value).
+   */
+  peek(key: string, token: string): V | undefined {
     const entry = this.entries.get(key);
-    if (entry === undefined || entry.token !== token) {
-      this.misses++;
-      return undefined;
-    }
-    this.hits++;
+    if (entry === undefined || entry.token !== token) return undefined;
     entry.read = true;
     return entry.value;
   }

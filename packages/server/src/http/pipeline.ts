@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Clock } from '../clock.js';
@@ -53,6 +54,31 @@ export class RateLimitedError extends AppError {
 }
 
 /**
+ * What the cached-read path (`cached-reads.ts`) already did for a request it
+ * hands on to Fastify: the bearer resolved and one request counted against its
+ * budget. The pipeline takes both from here instead of doing them again, so a
+ * request is counted once whichever path answers it.
+ */
+export const PRE_RESOLVED = Symbol('coffer.preResolved');
+export interface PreResolved {
+  readonly principal: Principal;
+  readonly state: RateLimitState;
+}
+declare module 'node:http' {
+  interface IncomingMessage {
+    [PRE_RESOLVED]?: PreResolved;
+  }
+}
+
+/** The per-request conventions, as the cached-read path applies them too. */
+export interface Conventions {
+  /** The security headers of every answer, in order (`x-request-id` before them, rate limits after). */
+  readonly headers: readonly (readonly [string, string])[];
+  /** Spends one request of a principal's budget. */
+  spend(principal: Principal, nowMs: number): RateLimitState | Promise<RateLimitState>;
+}
+
+/**
  * The per-request conventions every route shares, in order: request id, the
  * proxy HTTPS redirect, security headers, authentication, the rate limit
  * (headers on every response, 429 past the budget), and only then the 401 for a
@@ -67,43 +93,41 @@ export function registerPipeline(
   onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
   /** Spends one request of a client IP's anonymous budget and returns the state for the headers. */
   countAnonymous: (ip: string) => Promise<RateLimitState>;
+  conventions: Conventions;
 } {
   const { config, clock, resolver } = deps;
   const limits = config.rateLimits;
   const counters = new CounterFailover(deps.rateLimitStore, app);
+  const headers = securityHeaders(config);
 
   app.decorateRequest('principal', null);
 
   const onRequest = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('x-request-id', request.id);
 
-    if (config.trustProxy && forwardedProto(request) === 'http') {
+    if (config.trustProxy && forwardedProto(request.headers) === 'http') {
       const host =
         request.headers['x-forwarded-host'] ??
         request.headers.host ??
         new URL(config.publicUrl).host;
       return reply.code(308).header('location', `https://${host}${request.url}`).send();
     }
-    if (config.tls.mode !== 'off' || config.trustProxy) {
-      reply.header('strict-transport-security', 'max-age=63072000; includeSubDomains');
-    }
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('x-frame-options', 'DENY');
-    reply.header('referrer-policy', 'no-referrer');
-    reply.header('cache-control', 'no-store');
-    reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
+    for (const [name, value] of headers) reply.header(name, value);
 
     const rateClass = request.routeOptions?.config?.rateClass;
     if (rateClass === 'none') return refuseWithoutHost(request);
 
     const now = clock.now();
+    const pre = request.raw[PRE_RESOLVED];
     // A failure while resolving the credential (database down) still spends the
     // client IP's budget and carries the headers; the 500 follows them.
     let failure: unknown = null;
-    const resolution = await authenticate(request, resolver, now, config).catch((err: unknown) => {
-      failure = err;
-      return null;
-    });
+    const resolution: Resolution | null = pre
+      ? { principal: pre.principal }
+      : await authenticate(request, resolver, now, config).catch((err: unknown) => {
+          failure = err;
+          return null;
+        });
     let key: string;
     let limit: number;
     let budget: RateBudget = 'anonymous';
@@ -112,25 +136,18 @@ export function registerPipeline(
       limit = limits.auth;
       budget = 'auth';
     } else if (resolution && 'principal' in resolution) {
-      const p = resolution.principal;
-      budget = p.kind;
-      if (p.kind === 'session') {
-        key = `user:${p.userId}`;
-        limit = limits.session;
-      } else if (p.kind === 'api_key') {
-        key = `key:${p.id}`;
-        limit = limits.apiKey;
-      } else {
-        key = `ci:${p.id}`;
-        limit = limits.ciToken;
-      }
+      ({ key, limit, budget } = budgetOf(resolution.principal, limits));
     } else {
       key = `ip:${request.ip}`;
       limit = limits.anonymous;
     }
 
     // Counted without a promise when the store need not wait (memory, a Redis lease with room).
-    const counted = counters.consume(key, limit, limits.windowSeconds, now.getTime());
+    // The cached-read path counted its request already (under the same budget: it only
+    // hands on requests to routes with the principal's budget).
+    const counted = pre
+      ? pre.state
+      : counters.consume(key, limit, limits.windowSeconds, now.getTime());
     const state = counted instanceof Promise ? await counted : counted;
     reply.header('x-ratelimit-limit', state.limit);
     reply.header('x-ratelimit-remaining', state.remaining);
@@ -156,7 +173,39 @@ export function registerPipeline(
   app.addHook('onRequest', onRequest);
   const countAnonymous = async (ip: string) =>
     counters.consume(`ip:${ip}`, limits.anonymous, limits.windowSeconds, clock.now().getTime());
-  return { onRequest, countAnonymous };
+  const conventions: Conventions = {
+    headers,
+    spend(principal, nowMs) {
+      const { key, limit } = budgetOf(principal, limits);
+      return counters.consume(key, limit, limits.windowSeconds, nowMs);
+    },
+  };
+  return { onRequest, countAnonymous, conventions };
+}
+
+/** The security headers every answer carries (after `x-request-id`). */
+function securityHeaders(config: Config): [string, string][] {
+  return [
+    ...(config.tls.mode !== 'off' || config.trustProxy
+      ? [['strict-transport-security', 'max-age=63072000; includeSubDomains'] as [string, string]]
+      : []),
+    ['x-content-type-options', 'nosniff'],
+    ['x-frame-options', 'DENY'],
+    ['referrer-policy', 'no-referrer'],
+    ['cache-control', 'no-store'],
+    ['content-security-policy', "default-src 'none'; frame-ancestors 'none'"],
+  ];
+}
+
+/** The budget a principal's requests spend: its rate-limit key, the limit and the budget's name. */
+function budgetOf(
+  p: Principal,
+  limits: Config['rateLimits'],
+): { key: string; limit: number; budget: RateBudget } {
+  if (p.kind === 'session')
+    return { key: `user:${p.userId}`, limit: limits.session, budget: p.kind };
+  if (p.kind === 'api_key') return { key: `key:${p.id}`, limit: limits.apiKey, budget: p.kind };
+  return { key: `ci:${p.id}`, limit: limits.ciToken, budget: p.kind };
 }
 
 /**
@@ -173,8 +222,8 @@ function refuseWithoutHost(request: FastifyRequest): void {
 }
 
 /** The scheme the client used, as the first proxy saw it (`X-Forwarded-Proto: http, https` → `http`). */
-function forwardedProto(request: FastifyRequest): string | undefined {
-  const header = request.headers['x-forwarded-proto'];
+export function forwardedProto(headers: IncomingHttpHeaders): string | undefined {
+  const header = headers['x-forwarded-proto'];
   const value = Array.isArray(header) ? header[0] : header;
   return value?.split(',')[0]?.trim().toLowerCase();
 }

@@ -37,6 +37,12 @@ export type Resolution =
 export interface CredentialResolver {
   /** A bearer token (`cek_…` / `ci_…`), already stripped of `Bearer `. */
   resolveBearer(bearer: string, now: Date): Promise<Resolution>;
+  /**
+   * The principal of a bearer token when `resolveBearer` would return it without
+   * any work beyond the lookup (cached, unexpired, its last use recorded
+   * recently); otherwise undefined, and the caller takes `resolveBearer`'s path.
+   */
+  cachedBearer(bearer: string, now: Date): Principal | undefined;
   /** The value of the session cookie. */
   resolveSession(token: string, now: Date): Promise<Resolution>;
 }

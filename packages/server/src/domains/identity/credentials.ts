@@ -89,17 +89,20 @@ export class CredentialCache {
   publish: ((message: ForgetMessage) => void) | null = null;
 
   get(hash: string, nowMs: number): CachedCredential | undefined {
+    const entry = this.peek(hash, nowMs);
+    if (entry) this.hits++;
+    else this.misses++;
+    return entry;
+  }
+
+  /** `get` without counting a hit or a miss: for a lookup whose caller may ask again with `get`. */
+  peek(hash: string, nowMs: number): CachedCredential | undefined {
     const entry = this.entries.get(hash);
-    if (!entry) {
-      this.misses++;
-      return undefined;
-    }
+    if (!entry) return undefined;
     if (nowMs - entry.loadedAt >= CREDENTIAL_CACHE_TTL_MS || nowMs < entry.loadedAt) {
       this.entries.delete(hash);
-      this.misses++;
       return undefined;
     }
-    this.hits++;
     return entry;
   }
 
@@ -268,6 +271,17 @@ export function credentialResolver(
   }
 
   return {
+    cachedBearer(bearer, now) {
+      if (!bearer.startsWith('cek_') && !bearer.startsWith('ci_')) return undefined;
+      const nowMs = now.getTime();
+      const entry = cache.peek(hashToken(bearer), nowMs);
+      if (!entry || (entry.expiresAtMs !== null && entry.expiresAtMs <= nowMs)) return undefined;
+      const used = entry.lastUsedMs;
+      if (used === null || nowMs - used >= LAST_USED_RESOLUTION_MS) return undefined;
+      cache.hits++;
+      return entry.principal;
+    },
+
     resolveSession(token, now) {
       return resolve(hashToken(token), now, async (hash) => {
         const [row] = await sessionByHash(db, hash);

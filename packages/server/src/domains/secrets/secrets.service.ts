@@ -9,6 +9,7 @@ import { isId, newId } from '../../ids.js';
 import { auditRows, type Actor, type AuditBuffer, type AuditEntry } from '../audit/audit.js';
 import {
   callerIn,
+  contextOf,
   requireReader,
   requireWriter,
   resolveEnvironment,
@@ -168,6 +169,21 @@ export function secretsService(ctx: SecretsServiceDeps) {
     ctx.readAudit.record(actor, event, ctx.clock.now(), sameAs);
   }
 
+  /** `auditTokenRead` of one secret's value. */
+  function auditSecretRead(actor: Actor, context: EnvironmentContext, row: repo.SecretRow) {
+    auditTokenRead(
+      actor,
+      context,
+      {
+        action: 'secret.read',
+        targetType: 'secret',
+        targetId: row.id,
+        data: { environment_id: row.environment_id, name: row.name, version: row.version },
+      },
+      `v${row.version}`,
+    );
+  }
+
   /**
    * Every secret change: in the environment write runner (`db/environment-write.ts`),
    * resolve the environment, the caller's access, the key epoch and the named
@@ -309,22 +325,42 @@ export function secretsService(ctx: SecretsServiceDeps) {
       requireReader(context);
       const row = found.secret;
       if (!row) throw notFound('Secret');
-      auditTokenRead(
-        actor,
-        context,
-        {
-          action: 'secret.read',
-          targetType: 'secret',
-          targetId: row.id,
-          data: { environment_id: row.environment_id, name, version: row.version },
-        },
-        `v${row.version}`,
-      );
+      auditSecretRead(actor, context, row);
       let body = bodies.get(row);
       if (body === undefined) {
         body = serialize(toSecret(row, true));
         bodies.set(row, body);
       }
+      return body;
+    },
+
+    /**
+     * `get`'s answer when this instance holds all of it: the lookup cached under
+     * the project's current change token, a caller who may read the value, and
+     * the body serialized from that row. Otherwise undefined, with nothing
+     * audited or counted, and the caller asks `get`. The cached-read path
+     * (`http/cached-reads.ts`) answers with it without Fastify.
+     */
+    async cachedGet(
+      actor: Actor,
+      projectId: string,
+      ref: string,
+      name: string,
+    ): Promise<string | undefined> {
+      const caller = actor.principal;
+      if (tokens === null || caller === null) return undefined;
+      if (caller.kind !== 'session' && caller.projectId !== projectId) return undefined;
+      const token = await tokens.current(projectId);
+      if (token === null) return undefined;
+      const found = caches.secret.peek(`${projectId}/${ref}/${caller.userId}/${name}`, token);
+      const row = found?.secret;
+      if (!row || found.member_role === null) return undefined;
+      const body = bodies.get(row);
+      if (body === undefined) return undefined;
+      const context = contextOf(caller, projectId, found, found.member_role);
+      if (context.scope === null) return undefined;
+      caches.secret.hits++;
+      auditSecretRead(actor, context, row);
       return body;
     },
 
