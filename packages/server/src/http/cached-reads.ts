@@ -8,6 +8,7 @@ import type { Actor } from '../domains/audit/audit.js';
 import { forwardedProto, PRE_RESOLVED, type Conventions, type PreResolved } from './pipeline.js';
 import type { CredentialResolver } from './principal.js';
 import type { RateLimitState } from './rate-limit.js';
+import { completedLine } from './logging.js';
 
 /** The route the cached path answers, as Fastify names it (metrics label it so either way). */
 export const CACHED_READ_ROUTE = '/v1/projects/:project_id/environments/:env/secrets/:name';
@@ -83,6 +84,7 @@ export function serveCachedReads(
   };
   const security = conventions.headers.flat();
   const counts = { answered: 0 };
+  const logCompleted = completedLine(deps.log);
 
   const handOn = (request: IncomingMessage, response: ServerResponse, pre: PreResolved) => {
     request[PRE_RESOLVED] = pre;
@@ -116,15 +118,9 @@ export function serveCachedReads(
     response.end(body);
     counts.answered++;
     const elapsed = performance.now() - started;
-    // The line `AccessLog.requestCompleted` writes, bound to the request id as Fastify's child loggers are.
-    deps.log.info(
-      {
-        reqId: requestId,
-        req: { method: 'GET', url: request.url, host: hostOf(request), ip },
-        res: { statusCode: 200 },
-        responseTime: elapsed,
-      },
-      'request completed',
+    logCompleted(
+      { id: requestId, method: 'GET', url: request.url!, host: hostOf(request), ip },
+      elapsed,
     );
     deps.observe?.('GET', CACHED_READ_ROUTE, 200, elapsed / 1000);
   };

@@ -4,7 +4,8 @@ import {
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
-import { stdSerializers } from 'pino';
+import { stdSerializers, symbols } from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
 import { stdoutLogBuffer } from './log-destination.js';
 
 /** Field names whose values are credentials or key material, wherever they appear in a log object. */
@@ -155,4 +156,46 @@ export class AccessLog extends LogController {
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
   }
+}
+
+/** What `completedLine` needs of a request: the fields `requestForLog` logs. */
+export interface CompletedRequest {
+  readonly id: string;
+  readonly method: string;
+  readonly url: string;
+  readonly host: string | undefined;
+  readonly ip: string | undefined;
+}
+
+/**
+ * Writes `AccessLog`'s `request completed` line for a `200` without pino's walk
+ * over its fields, for the cached-read path (`cached-reads.ts`), where pino's
+ * serialization and redaction were a tenth of a read. The line is the one pino
+ * writes, byte for byte but for the time, id and duration (a test compares
+ * them): its own fields are known and hold nothing to redact, as long as the URL
+ * has no query string (the only place `requestForLog` masks). A logger that is
+ * not pino's, an unset address, or a URL with a query take pino's way.
+ */
+export function completedLine(
+  log: FastifyBaseLogger,
+): (request: CompletedRequest, responseTime: number) => void {
+  const pinoFields = log as unknown as Record<symbol, unknown>;
+  const stream = pinoFields[symbols.streamSym] as { write(line: string): unknown } | undefined;
+  const bindings = pinoFields[symbols.chindingsSym];
+  const slow = (request: CompletedRequest, responseTime: number) =>
+    log.info(
+      { reqId: request.id, req: request, res: { statusCode: 200 }, responseTime },
+      'request completed',
+    );
+  if (stream === undefined || typeof bindings !== 'string') return slow;
+  const pino = log as unknown as { isLevelEnabled(level: string): boolean };
+  return (request, responseTime) => {
+    if (!pino.isLevelEnabled('info')) return;
+    const { ip, host, url } = request;
+    if (ip === undefined || host === undefined || url.includes('?'))
+      return slow(request, responseTime);
+    stream.write(
+      `{"level":30,"time":${Date.now()}${bindings},"reqId":${JSON.stringify(request.id)},"req":{"method":${JSON.stringify(request.method)},"url":${JSON.stringify(url)},"host":${JSON.stringify(host)},"remoteAddress":${JSON.stringify(ip)}},"res":{"statusCode":200},"responseTime":${responseTime},"msg":"request completed"}\n`,
+    );
+  };
 }
