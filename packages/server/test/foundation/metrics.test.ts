@@ -131,6 +131,33 @@ describe('metrics with METRICS_TOKEN (public port)', () => {
       }),
       2,
     );
+    // The histogram's buckets are cumulative and end at the count.
+    const listing = { route: '/v1/projects/:project_id/environments/:env/secrets', status: '200' };
+    const buckets = [
+      0.001,
+      0.0025,
+      0.005,
+      0.01,
+      0.025,
+      0.05,
+      0.1,
+      0.25,
+      0.5,
+      1,
+      2.5,
+      5,
+      10,
+      '+Inf',
+    ];
+    const counts = buckets.map((le) =>
+      valueOf(now, 'coffer_http_request_duration_seconds_bucket', { ...listing, le: String(le) }),
+    );
+    counts.slice(1).forEach((n, i) => assert.ok(n >= counts[i]!, `bucket ${buckets[i + 1]}`));
+    assert.equal(
+      counts.at(-1),
+      valueOf(now, 'coffer_http_request_duration_seconds_count', listing),
+    );
+    assert.ok(valueOf(now, 'coffer_http_request_duration_seconds_sum', listing) > 0);
     assert.ok(moved('coffer_http_requests_total', { route: 'unmatched', status: '404' }) >= 1);
     assert.equal(moved('coffer_listing_cache_misses_total'), 1);
     assert.equal(moved('coffer_listing_cache_hits_total'), 1);
