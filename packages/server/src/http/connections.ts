@@ -40,7 +40,8 @@ export function trackAnswers(server: Server & { [tracking]?: true }): void {
       const socket = request.socket;
       const pending = (socket[unanswered] ??= new Set());
       pending.add(response);
-      response.once('close', () => {
+      // `on`, not `once`: a response closes once, and this runs for every request.
+      response.on('close', () => {
         pending.delete(response);
         socket[quietSince] = Date.now();
       });
@@ -115,11 +116,12 @@ export function guardConnections(
         clearTimeout(timer);
         delete socket[idleTimer];
       }
-      // During shutdown every answer closes its connection after it is sent.
-      if (draining) response.shouldKeepAlive = false;
-      response.once('close', () => {
-        if (draining) closeWhenQuiet(socket);
-      });
+      // During shutdown every answer closes its connection after it is sent. (The
+      // answers pending when shutdown began get the same from `closeIdleConnections`.)
+      if (draining) {
+        response.shouldKeepAlive = false;
+        response.on('close', () => closeWhenQuiet(socket));
+      }
     },
   );
 
@@ -159,6 +161,7 @@ export function guardConnections(
     for (const socket of open) {
       for (const response of socket[unanswered] ?? []) {
         if (!response.headersSent) response.shouldKeepAlive = false;
+        response.on('close', () => closeWhenQuiet(socket));
       }
       socket[quietSince] = Math.max(socket[quietSince] ?? 0, Date.now());
       closeWhenQuiet(socket);
