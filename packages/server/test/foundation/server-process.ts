@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { TLSSocket } from 'node:tls';
+import { Redis } from 'ioredis';
 import { serverNodeFlags } from '../../../../bench/lib/node-flags.js';
 import { POSTGRES_URL } from '../support/db.js';
 
@@ -332,6 +333,20 @@ export async function reachable(url: string): Promise<boolean> {
     socket.once('error', () => resolve(false));
     socket.once('timeout', () => (socket.destroy(), resolve(false)));
   });
+}
+
+/**
+ * A connected Redis client for a test (the caller quits it), or what is missing
+ * when nothing answers at `url`, for the test's skip.
+ */
+export async function testRedis(
+  url: string,
+): Promise<{ redis: Redis; missing: null } | { redis: null; missing: string }> {
+  if (!(await reachable(url)))
+    return { redis: null, missing: `Redis at ${url} (COFFER_TEST_REDIS_URL)` };
+  const redis = new Redis(url, { enableOfflineQueue: false, lazyConnect: true });
+  await redis.connect();
+  return { redis, missing: null };
 }
 
 /**

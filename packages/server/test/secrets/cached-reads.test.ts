@@ -4,13 +4,13 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { eventually } from '../support/http.js';
 import { projectWithVault, type VaultProject } from '../support/vault.js';
 import { createToken, putSecret, secretsUrl } from './fixtures.js';
-import { reachable } from '../foundation/server-process.js';
+import { testRedis } from '../foundation/server-process.js';
 
 // The cached-read path (src/http/cached-reads.ts) answers a warm read of one
 // secret without Fastify. Over real sockets (app.inject never reaches it): its
@@ -56,12 +56,8 @@ for (const dialect of DIALECTS) {
       };
       if (dialect === 'postgres') {
         // On PostgreSQL the change tokens, and so every cached read, need Redis.
-        if (!(await reachable(REDIS_URL))) {
-          missing = `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`;
-          return;
-        }
-        redis = new Redis(REDIS_URL, { enableOfflineQueue: false, lazyConnect: true });
-        await redis.connect();
+        ({ redis, missing } = await testRedis(REDIS_URL));
+        if (missing) return;
       }
       t = await startTestApp(dialect, { env, deps: { redis, logger } });
       await t.app.listen({ host: '127.0.0.1', port: 0 });
@@ -91,14 +87,16 @@ for (const dialect of DIALECTS) {
         req.on('error', reject);
         req.end();
       });
-    const answered = async () => {
-      const text = (
+    const scrape = async () =>
+      (
         await t.request({
           method: 'GET',
           url: '/metrics',
           headers: { authorization: `Bearer ${METRICS_TOKEN}` },
         })
       ).body;
+    const answered = async () => {
+      const text = await scrape();
       return Number(/^coffer_cached_reads_total (\d+)/m.exec(text)?.[1]);
     };
 
@@ -156,13 +154,7 @@ for (const dialect of DIALECTS) {
       assert.ok(!JSON.stringify(lines).includes(key.headers.authorization.slice(7)));
 
       // Metrics count them under the route, and the audit holds all three reads.
-      const metrics = (
-        await t.request({
-          method: 'GET',
-          url: '/metrics',
-          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
-        })
-      ).body;
+      const metrics = await scrape();
       assert.match(
         metrics,
         /^coffer_http_requests_total\{method="GET",route="\/v1\/projects\/:project_id\/environments\/:env\/secrets\/:name",status="200"\} [3-9]/m,

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { projectWithVault, envelope, type VaultProject } from '../support/vault.js';
 import { createToken, secretsUrl } from './fixtures.js';
-import { reachable, serviceMissing } from '../foundation/server-process.js';
+import { serviceMissing, testRedis } from '../foundation/server-process.js';
 
 // Reads of an unchanged environment are answered without the database, on
 // every instance, and never with a value older than an acknowledged write.
@@ -45,12 +45,8 @@ for (const dialect of DIALECTS) {
       };
       if (dialect === 'postgres') {
         // On PostgreSQL the change tokens live in Redis; without it every read asks the database.
-        if (!(await reachable(REDIS_URL))) {
-          missing = `Redis at ${REDIS_URL} (COFFER_TEST_REDIS_URL)`;
-          return;
-        }
-        redis = new Redis(REDIS_URL, { enableOfflineQueue: false, lazyConnect: true });
-        await redis.connect();
+        ({ redis, missing } = await testRedis(REDIS_URL));
+        if (missing) return;
         t = await startTestApp(dialect, { env, deps: { redis } });
       } else {
         t = await startTestApp(dialect, { env });
