@@ -132,6 +132,7 @@ export function serveCachedReads(
     if (url === undefined || !url.startsWith('/v1/projects/')) return false;
     const match = READ_PATH.exec(url);
     if (!match) return false;
+    const started = performance.now();
     const headers = request.headers;
     if (headers.host === undefined || headers['transfer-encoding'] !== undefined) return false;
     if (headers['content-length'] !== undefined && headers['content-length'] !== '0') return false;
@@ -142,7 +143,6 @@ export function serveCachedReads(
     const principal = resolver.cachedBearer(bearer, now);
     if (principal === undefined) return false;
 
-    const started = performance.now();
     const spent = conventions.spend(principal, now.getTime());
     const go = (state: RateLimitState) => {
       const pre = { principal, state };
@@ -165,7 +165,8 @@ export function serveCachedReads(
       );
     };
     if (spent instanceof Promise) {
-      // The store failed outright (CounterFailover counts locally instead, so this is rare):
+      // A store that must wait (Redis without a lease in hand). It does not reject (the
+      // pipeline's failover counts locally instead); if it did, nothing was counted, and
       // Fastify's path counts and answers as it would have.
       spent.then(go, () => fastify(request, response));
     } else {
