@@ -42,11 +42,6 @@ export interface AppDeps extends Omit<ProcessResources, 'clock'> {
   logger?: FastifyServerOptions['logger'];
   /** TLS material; without it the instance speaks plain HTTP (tests inject, proxies terminate TLS). */
   https?: { key: string | Buffer; cert: string | Buffer; handshakeTimeout?: number };
-  /**
-   * The cached-read path (`http/cached-reads.ts`); on unless false, which sends
-   * every read through Fastify (tests compare the two answers).
-   */
-  cachedReads?: boolean;
 }
 
 export type App = FastifyInstance;
@@ -246,24 +241,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   );
   await app.register(dashboardRoutes, shared);
 
-  if (deps.cachedReads !== false) {
-    const secrets = parts.services.secrets;
-    const cached = serveCachedReads(app.server, {
-      config,
-      clock,
-      resolver,
-      conventions: pipeline.conventions,
-      read: (actor, projectId, ref, name) => secrets.cachedGet(actor, projectId, ref, name),
-      nextRequestId,
-      log: app.log,
-      observe: metrics && ((...args) => metrics.observeRequest(...args)),
-    });
-    metrics?.counter(
-      'coffer_cached_reads_total',
-      'Secret reads answered by the cached-read path, without Fastify (already counted in coffer_http_requests_total)',
-      () => cached.answered,
-    );
-  }
+  const secrets = parts.services.secrets;
+  const cached = serveCachedReads(app.server, {
+    config,
+    clock,
+    resolver,
+    conventions: pipeline.conventions,
+    read: (actor, projectId, ref, name) => secrets.cachedGet(actor, projectId, ref, name),
+    nextRequestId,
+    log: app.log,
+    observe: metrics?.observeRequest.bind(metrics),
+  });
+  metrics?.counter(
+    'coffer_cached_reads_total',
+    'Secret reads answered by the cached-read path, without Fastify (already counted in coffer_http_requests_total)',
+    () => cached.answered,
+  );
   return app;
 }
 

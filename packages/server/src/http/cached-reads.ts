@@ -5,7 +5,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Actor } from '../domains/audit/audit.js';
-import { forwardedProto, PRE_RESOLVED, type Conventions, type PreResolved } from './pipeline.js';
+import {
+  bearerOf,
+  forwardedProto,
+  PRE_RESOLVED,
+  rateLimitHeaders,
+  type Conventions,
+  type PreResolved,
+} from './pipeline.js';
 import type { CredentialResolver } from './principal.js';
 import type { RateLimitState } from './rate-limit.js';
 import { completedLine } from './logging.js';
@@ -18,7 +25,6 @@ export const CACHED_READ_ROUTE = '/v1/projects/:project_id/environments/:env/sec
  * no `%`, no query string. Anything else takes Fastify's path.
  */
 const READ_PATH = /^\/v1\/projects\/([^/?%]+)\/environments\/([^/?%]+)\/secrets\/([^/?%]+)$/;
-const BEARER = /^Bearer ([^\s]+)$/i;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
@@ -104,12 +110,7 @@ export function serveCachedReads(
       'x-request-id',
       requestId,
       ...security,
-      'x-ratelimit-limit',
-      String(state.limit),
-      'x-ratelimit-remaining',
-      String(state.remaining),
-      'x-ratelimit-reset',
-      String(state.reset),
+      ...rateLimitHeaders(state),
       'content-type',
       JSON_TYPE,
       'content-length',
@@ -137,8 +138,9 @@ export function serveCachedReads(
     if (headers.host === undefined || headers['transfer-encoding'] !== undefined) return false;
     if (headers['content-length'] !== undefined && headers['content-length'] !== '0') return false;
     if (config.trustProxy && forwardedProto(headers) === 'http') return false;
-    const bearer = BEARER.exec(headers.authorization ?? '')?.[1];
-    if (bearer === undefined || bearer.includes('.')) return false;
+    if (headers.authorization === undefined) return false;
+    const bearer = bearerOf(headers.authorization);
+    if (typeof bearer !== 'string') return false;
     const now = clock.now();
     const principal = resolver.cachedBearer(bearer, now);
     if (principal === undefined) return false;

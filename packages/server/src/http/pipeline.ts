@@ -149,9 +149,9 @@ export function registerPipeline(
       ? pre.state
       : counters.consume(key, limit, limits.windowSeconds, now.getTime());
     const state = counted instanceof Promise ? await counted : counted;
-    reply.header('x-ratelimit-limit', state.limit);
-    reply.header('x-ratelimit-remaining', state.remaining);
-    reply.header('x-ratelimit-reset', state.reset);
+    const limitHeaders = rateLimitHeaders(state);
+    for (let i = 0; i < limitHeaders.length; i += 2)
+      reply.header(limitHeaders[i]!, limitHeaders[i + 1]);
     if (state.exceeded) {
       reply.header('retry-after', state.retryAfter);
       throw new RateLimitedError(
@@ -181,6 +181,18 @@ export function registerPipeline(
     },
   };
   return { onRequest, countAnonymous, conventions };
+}
+
+/** The rate-limit headers of an answer, names and values in turn (`writeHead`'s flat form). */
+export function rateLimitHeaders(state: RateLimitState): string[] {
+  return [
+    'x-ratelimit-limit',
+    String(state.limit),
+    'x-ratelimit-remaining',
+    String(state.remaining),
+    'x-ratelimit-reset',
+    String(state.reset),
+  ];
 }
 
 /** The security headers every answer carries (after `x-request-id`). */
@@ -278,6 +290,28 @@ class CounterFailover {
   }
 }
 
+const BEARER = /^Bearer ([^\s]+)$/i;
+
+/**
+ * The bearer token of an `Authorization` header, or why it is refused: not
+ * `Bearer <token>`, or a whole credential sent where only its bearer part may
+ * go (the key part must never leave the client; refused so a misconfigured
+ * client learns at once, and it is never logged).
+ */
+export function bearerOf(header: string): string | Extract<Resolution, { error: string }> {
+  const bearer = BEARER.exec(header)?.[1];
+  if (bearer === undefined)
+    return { error: 'unauthenticated', message: 'Authorization must be "Bearer <token>"' };
+  if (bearer.includes('.')) {
+    return {
+      error: 'unauthenticated',
+      message:
+        'Send only the bearer part of the credential (before the "."); the key part must stay on the client',
+    };
+  }
+  return bearer;
+}
+
 async function authenticate(
   request: FastifyRequest,
   resolver: CredentialResolver,
@@ -286,19 +320,8 @@ async function authenticate(
 ): Promise<Resolution | null> {
   const header = request.headers.authorization;
   if (header !== undefined) {
-    const match = /^Bearer ([^\s]+)$/i.exec(header);
-    if (!match)
-      return { error: 'unauthenticated', message: 'Authorization must be "Bearer <token>"' };
-    const bearer = match[1]!;
-    if (bearer.includes('.')) {
-      // The key part of a credential must never leave the client; refuse it so
-      // a misconfigured client learns at once (and it is never logged).
-      return {
-        error: 'unauthenticated',
-        message:
-          'Send only the bearer part of the credential (before the "."); the key part must stay on the client',
-      };
-    }
+    const bearer = bearerOf(header);
+    if (typeof bearer !== 'string') return bearer;
     return resolver.resolveBearer(bearer, now);
   }
   const cookie = readCookie(request.headers.cookie, SESSION_COOKIE);

@@ -87,6 +87,9 @@ for (const dialect of DIALECTS) {
         req.on('error', reject);
         req.end();
       });
+    /** An API key with `scope` on the development environment. */
+    const devKey = (scope: 'read' | 'read_write') =>
+      createToken(t, project, 'api_key', { [project.env.development.id]: scope });
     const scrape = async () =>
       (
         await t.request({
@@ -102,9 +105,7 @@ for (const dialect of DIALECTS) {
 
     it("answers a warm read as Fastify's route does, header for header", async (c) => {
       if (missing) return c.skip(`needs ${missing}`);
-      const key = await createToken(t, project, 'api_key', {
-        [project.env.development.id]: 'read',
-      });
+      const key = await devKey('read');
       const path = secretsUrl(project, 'development', '/API_URL');
       const before = await answered();
       const first = await get(path, key.headers); // Fastify: fills the caches
@@ -178,9 +179,7 @@ for (const dialect of DIALECTS) {
 
     it('a read after an acknowledged write returns the new value, every time', async (c) => {
       if (missing) return c.skip(`needs ${missing}`);
-      const key = await createToken(t, project, 'api_key', {
-        [project.env.development.id]: 'read_write',
-      });
+      const key = await devKey('read_write');
       const path = secretsUrl(project, 'development', '/ROTATED');
       const before = await answered();
       for (let i = 0; i < 20; i++) {
@@ -204,9 +203,7 @@ for (const dialect of DIALECTS) {
       const staging = await createToken(t, project, 'api_key', {
         [project.env.staging.id]: 'read',
       });
-      const key = await createToken(t, project, 'api_key', {
-        [project.env.development.id]: 'read',
-      });
+      const key = await devKey('read');
       const dev = (rest: string) => secretsUrl(project, 'development', rest);
       const before = await answered();
       const twice = async (path: string, headers: Record<string, string>, method = 'GET') => {
@@ -286,9 +283,7 @@ for (const dialect of DIALECTS) {
 
     it('a request without Host gets the Form A 400', async (c) => {
       if (missing) return c.skip(`needs ${missing}`);
-      const key = await createToken(t, project, 'api_key', {
-        [project.env.development.id]: 'read',
-      });
+      const key = await devKey('read');
       const path = secretsUrl(project, 'development', '/API_URL');
       assert.equal((await get(path, key.headers)).status, 200);
       const text = await new Promise<string>((resolve, reject) => {

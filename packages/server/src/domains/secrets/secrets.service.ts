@@ -128,6 +128,9 @@ export function secretsService(ctx: SecretsServiceDeps) {
       MAX_CACHED_VALUE_CHARS,
     ),
   };
+  /** The key of `caches.secret`: one secret as one user reads it. */
+  const secretKey = (projectId: string, ref: string, userId: string, name: string) =>
+    `${projectId}/${ref}/${userId}/${name}`;
   /** Response bodies of `get`, by the row they were made from: kept as long as the row is cached. */
   const bodies = new WeakMap<repo.SecretRow, string>();
 
@@ -316,7 +319,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
           cachedLookup(
             caches.secret,
             projectId,
-            `${projectId}/${ref}/${userId}/${name}`,
+            secretKey(projectId, ref, userId, name),
             () => repo.findSecretWithMembership(db, projectId, ref, userId, name),
             // The value is kept twice: in the row and in its serialized body.
             (row) => 1 + 2 * (row.secret?.value.length ?? 0),
@@ -352,7 +355,7 @@ export function secretsService(ctx: SecretsServiceDeps) {
       if (caller.kind !== 'session' && caller.projectId !== projectId) return undefined;
       const token = await tokens.current(projectId);
       if (token === null) return undefined;
-      const found = caches.secret.peek(`${projectId}/${ref}/${caller.userId}/${name}`, token);
+      const found = caches.secret.peek(secretKey(projectId, ref, caller.userId, name), token);
       const row = found?.secret;
       if (!row || found.member_role === null) return undefined;
       const body = bodies.get(row);
