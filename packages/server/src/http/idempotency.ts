@@ -7,6 +7,7 @@ import type {
 import { AppError } from '../errors.js';
 import { runClaimed, type WriteClaim } from '../db/write-claims.js';
 import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
+import type { ResultShape } from '../domains/idempotency/body-strings.js';
 import type { Principal } from './principal.js';
 import { hooksOf, servesWrites, UNSAFE_METHODS } from './write-routes.js';
 
@@ -37,6 +38,13 @@ declare module 'fastify' {
      * part) leaves this unset, and its results are sealed.
      */
     idempotencyResultInClear?: boolean;
+    /**
+     * With `idempotencyResultInClear`: how the route's write result is laid
+     * out, so that it is stored by position, without its property names
+     * (`ResultShape` in domains/idempotency/body-strings.ts). A result laid
+     * out otherwise is stored as JSON.
+     */
+    idempotencyResultShape?: ResultShape;
   }
 }
 
@@ -88,6 +96,7 @@ export function registerIdempotency(
       {
         atCommit: atCommit(request),
         resultInClear: request.routeOptions.config?.idempotencyResultInClear === true,
+        resultShape: request.routeOptions.config?.idempotencyResultShape,
       },
     );
     // Answered, or the connection gone: a repeat waiting on this instance goes on.

@@ -2,8 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   fromClearJson,
+  fromShaped,
   requestStrings,
+  resultShape,
+  SHAPED_MARK,
   toClearJson,
+  toShaped,
 } from '../../src/domains/idempotency/body-strings.js';
 
 // How a keyed write's result is stored in clear (`toClearJson`): whatever is
@@ -80,5 +84,66 @@ describe('results stored in clear', () => {
   it('fail to open when the request lacks a string the result names', () => {
     const text = toClearJson({ value }, strings)!;
     assert.throws(() => fromClearJson(text, []), /lacks/);
+  });
+});
+
+describe('results stored by position (a shape)', () => {
+  const shape = resultShape(
+    'test-shape.1',
+    ['environmentId', 'result.secret.id', 'result.secret.value', 'result.created'],
+    {
+      auditChain: '',
+    },
+  );
+  const result = () => ({
+    environmentId: 'env_0123456789abcdefghij',
+    result: { secret: { id: 'sec_abcdefghijklmnopqrst', value }, created: true },
+    auditChain: "select coffer_audit_chain('proj_x', array['evt_y']::text[])",
+  });
+
+  it('keep only the values, and give back the same result with the unstored leaves as declared', () => {
+    const values = toShaped(result(), shape);
+    assert.deepEqual(values, ['env_0123456789abcdefghij', 'sec_abcdefghijklmnopqrst', value, true]);
+    const text = toClearJson(values, strings, SHAPED_MARK)!;
+    assert.ok(
+      !text.includes('secret') && !text.includes(value) && !text.includes('coffer_audit'),
+      text,
+    );
+    const back = fromShaped(fromClearJson(text, requestStrings(body, url, at), SHAPED_MARK), shape);
+    assert.deepEqual(back, { ...result(), auditChain: '' });
+  });
+
+  it('are refused (null) for a result laid out otherwise, so that it is stored as JSON', () => {
+    const other = result() as Record<string, unknown>;
+    const { secret } = other.result as { secret: Record<string, unknown> };
+    assert.equal(toShaped({ ...other, extra: 1 }, shape), null, 'a property more');
+    const { auditChain: _dropped, ...withoutChain } = other;
+    assert.equal(toShaped(withoutChain, shape), null, 'an unstored leaf missing');
+    assert.equal(
+      toShaped({ ...other, result: { secret: { value, id: secret.id }, created: true } }, shape),
+      null,
+      'another order',
+    );
+    assert.equal(
+      toShaped({ ...other, result: { secret: {}, created: true } }, shape),
+      null,
+      'a leaf where a branch was',
+    );
+    assert.equal(toShaped([1, 2, 3, 4], shape), null, 'an array');
+    assert.equal(toShaped(null, shape), null);
+  });
+
+  it('fail to open when the stored values do not fit the shape', () => {
+    assert.throws(() => fromShaped([1, 2], shape), /not laid out as test-shape\.1/);
+    assert.throws(() => fromShaped({ a: 1 }, shape), /not laid out/);
+  });
+
+  it('cannot be declared twice under one name with other paths', () => {
+    assert.equal(
+      resultShape('test-shape.1', shape.paths, { auditChain: '' }).signature,
+      shape.signature,
+    );
+    assert.throws(() => resultShape('test-shape.1', ['environmentId']), /declared twice/);
+    assert.throws(() => resultShape('Bad Name', ['x']), /not a shape name/);
   });
 });

@@ -8,9 +8,16 @@ import { keyLookup } from '../../src/domains/idempotency/idempotency.service.js'
 import {
   bodyStrings,
   fromClearJson,
+  fromShaped,
   liftBodyStrings,
   requestStrings,
+  SHAPED_MARK,
+  toClearJson,
 } from '../../src/domains/idempotency/body-strings.js';
+import {
+  PUT_RESULT_SHAPE,
+  REMOVE_RESULT_SHAPE,
+} from '../../src/domains/secrets/secrets.service.js';
 import { DIALECTS } from '../support/db.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { as, dataOf } from '../support/http.js';
@@ -147,43 +154,71 @@ for (const dialect of DIALECTS) {
       const putBody = { value: v1, comment: 'kept' };
       const put = await send('PUT', `${base}/STORED`, putBody, putKey);
       assert.equal(put.statusCode, 201, put.body);
-      // In clear: JSON, in which the strings the request itself holds (the
-      // value, the environment's id from the URL, the time) are marks.
+      // In clear, by position (PUT_RESULT_SHAPE): the values without their
+      // property names, the strings the request itself holds (the value, the
+      // environment's id from the URL, the time) as marks (DEL and an index).
       const clear = await storedFor(putKey);
-      assert.ok(clear.startsWith('~'), clear);
-      const { secret } = (
-        JSON.parse(clear.slice(1)) as { result: { secret: Record<string, unknown> } }
-      ).result;
-      assert.equal(secret.name, 'STORED');
-      assert.equal(secret.comment, 'kept');
-      assert.equal(secret.version, 1);
-      assert.match(String(secret.id), /^sec_/);
+      const prefix = `~@${PUT_RESULT_SHAPE.name}[`;
+      assert.ok(clear.startsWith(prefix), clear);
+      const values = JSON.parse(clear.slice(prefix.length - 1)) as unknown[];
+      const at = (path: string) => values[PUT_RESULT_SHAPE.paths.indexOf(`result.secret.${path}`)];
+      assert.equal(values.length, PUT_RESULT_SHAPE.paths.length);
+      assert.equal(at('name'), 'STORED');
+      assert.equal(at('comment'), 'kept');
+      assert.equal(at('version'), 1);
+      assert.match(String(at('id')), /^sec_/);
       for (const marked of ['value', 'environment_id', 'created_at', 'updated_at'])
-        assert.ok(
-          String(secret[marked]).startsWith('\u0000') &&
-            /^\d+$/.test(String(secret[marked]).slice(1)),
-          `${marked} is taken from the repeat`,
-        );
+        assert.match(String(at(marked)), /^\x7f\d+$/, `${marked} is taken from the repeat`);
+      for (const name of ['"environment_id"', '"comment"', '"secret"', 'auditChain'])
+        assert.ok(!clear.includes(name), `${name} stored`);
       assert.ok(!clear.includes(v1.slice(0, 40)) && !clear.includes(v1.slice(-40)));
-      assert.ok(clear.length < 400, `${clear.length} characters`);
+      assert.ok(clear.length < 120, `${clear.length} characters`);
       const putAgain = await send('PUT', `${base}/STORED`, putBody, putKey);
       assert.deepEqual(answerOf(putAgain), answerOf(put));
-      // A row in the earlier clear format (a dot, then base64 of the
-      // serialization without the body's strings) still replays.
+      // Rows in the earlier clear formats still replay: JSON with NUL marks
+      // (`~`), and a dot and base64 of the serialization without the body's
+      // strings (`.`).
       const { created_at } = await rowFor(putKey);
-      const full = fromClearJson(
-        clear.slice(1),
-        requestStrings(putBody, `${base}/STORED`, created_at),
+      const strings = requestStrings(putBody, `${base}/STORED`, created_at);
+      const full = fromShaped(
+        fromClearJson(clear.slice(prefix.length - 1), strings, SHAPED_MARK),
+        PUT_RESULT_SHAPE,
       );
       const lifted = liftBodyStrings(full, bodyStrings(putBody));
+      for (const earlier of [
+        '~' + toClearJson(full, strings),
+        '.' + serialize([lifted.value, lifted.refs]).toString('base64'),
+      ]) {
+        await t.testDb.db.kysely
+          .updateTable('idempotency_keys')
+          .set({ result: earlier })
+          .where('lookup', '=', keyLookup(`user:${project.admin.id}`, putKey))
+          .execute();
+        const putOld = await send('PUT', `${base}/STORED`, putBody, putKey);
+        assert.deepEqual(answerOf(putOld), answerOf(put));
+        assert.equal(putOld.headers['idempotent-replayed'], 'true');
+      }
+      // A shape this server does not know (a newer server's): the write is not
+      // run again, and the client is told to read the resource instead.
       await t.testDb.db.kysely
         .updateTable('idempotency_keys')
-        .set({ result: '.' + serialize([lifted.value, lifted.refs]).toString('base64') })
+        .set({ result: clear.replace(PUT_RESULT_SHAPE.name, 'secret-put.999') })
         .where('lookup', '=', keyLookup(`user:${project.admin.id}`, putKey))
         .execute();
-      const putOld = await send('PUT', `${base}/STORED`, putBody, putKey);
-      assert.deepEqual(answerOf(putOld), answerOf(put));
-      assert.equal(putOld.headers['idempotent-replayed'], 'true');
+      const unknownShape = await send('PUT', `${base}/STORED`, putBody, putKey);
+      assert.equal(unknownShape.statusCode, 409, unknownShape.body);
+      assert.match(unknownShape.body, /request_in_progress/);
+      assert.equal(await versionsOf(env, 'STORED'), 1);
+
+      // A removal's result is nothing: its row holds the environment's id, marked.
+      const removeKey = newKey();
+      assert.equal((await send('PUT', `${base}/GONE`, putBody, newKey())).statusCode, 201);
+      const removed = await send('DELETE', `${base}/GONE`, undefined, removeKey);
+      assert.equal(removed.statusCode, 204, removed.body);
+      assert.equal(await storedFor(removeKey), `~@${REMOVE_RESULT_SHAPE.name}["\x7f5"]`);
+      const removedAgain = await send('DELETE', `${base}/GONE`, undefined, removeKey);
+      assert.deepEqual(answerOf(removedAgain), answerOf(removed));
+      assert.equal(removedAgain.headers['idempotent-replayed'], 'true');
 
       // A rollback answers with an earlier version's ciphertext, which its body
       // does not hold: sealed, and nothing of that ciphertext readable in the row.

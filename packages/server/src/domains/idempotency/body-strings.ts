@@ -103,11 +103,17 @@ export function restoreBodyStrings(value: unknown, refs: BodyRef[], strings: rea
 /**
  * A result stored in clear is JSON in which each string a repeat of the
  * request knows as well as its first attempt is named by its index among
- * `requestStrings` instead of held: a string of NUL and the index. (A string
- * of the result that starts with NUL gets another in front.) Shorter strings
- * stay in place: their mark would be as long.
+ * `requestStrings` instead of held: a string of a mark and the index, the mark
+ * NUL (or, in the shaped format, `SHAPED_MARK`). A string of the result that
+ * starts with the mark gets another in front. Shorter strings stay in place:
+ * their mark would be as long.
  */
-const MARK = '\u0000';
+const NUL_MARK = '\u0000';
+/**
+ * The mark of the shaped format (`toShaped`): DEL, which JSON text holds as
+ * one byte where NUL takes six (`\u0000`).
+ */
+export const SHAPED_MARK = '\u007f';
 const MIN_MARKED = 8;
 
 /**
@@ -142,14 +148,18 @@ const NOT_JSON = Symbol('not JSON');
  * another way.
  * `value` itself is not changed (it is also the answer to this request).
  */
-export function toClearJson(value: unknown, strings: readonly string[]): string | null {
+export function toClearJson(
+  value: unknown,
+  strings: readonly string[],
+  mark: string = NUL_MARK,
+): string | null {
   const index = firstIndex(strings);
-  const mark = (node: unknown): unknown => {
+  const marked = (node: unknown): unknown => {
     switch (typeof node) {
       case 'string': {
         const i = node.length >= MIN_MARKED ? index.get(node) : undefined;
-        if (i !== undefined) return MARK + i;
-        return node.startsWith(MARK) ? MARK + node : node;
+        if (i !== undefined) return mark + i;
+        return node.startsWith(mark) ? mark + node : node;
       }
       case 'number':
         if (!Number.isFinite(node)) throw NOT_JSON;
@@ -161,12 +171,12 @@ export function toClearJson(value: unknown, strings: readonly string[]): string 
         if (!isContainer(node)) throw NOT_JSON;
         if (Array.isArray(node)) {
           const items: unknown[] = [];
-          for (let i = 0; i < node.length; i++) items.push(mark(node[i]));
+          for (let i = 0; i < node.length; i++) items.push(marked(node[i]));
           return items;
         }
         // No prototype: a key named `__proto__` stays a key.
         const copy = Object.create(null) as Record<string, unknown>;
-        for (const key of Object.keys(node)) copy[key] = mark(node[key]);
+        for (const key of Object.keys(node)) copy[key] = marked(node[key]);
         return copy;
       }
       default:
@@ -174,19 +184,109 @@ export function toClearJson(value: unknown, strings: readonly string[]): string 
     }
   };
   try {
-    return JSON.stringify(mark(value));
+    return JSON.stringify(marked(value));
   } catch {
     return null; // NOT_JSON, or a cycle (too deep): stored another way
   }
 }
 
 /** The value `toClearJson` stored, its marked strings put back from the repeat's `strings`. */
-export function fromClearJson(text: string, strings: readonly string[]): unknown {
+export function fromClearJson(
+  text: string,
+  strings: readonly string[],
+  mark: string = NUL_MARK,
+): unknown {
   return JSON.parse(text, (_key, node: unknown) => {
-    if (typeof node !== 'string' || !node.startsWith(MARK)) return node;
-    if (node.startsWith(MARK, 1)) return node.slice(1);
+    if (typeof node !== 'string' || !node.startsWith(mark)) return node;
+    if (node.startsWith(mark, 1)) return node.slice(1);
     const found = strings[Number(node.slice(1))];
     if (found === undefined) throw new Error('the stored result names a string the request lacks');
     return found;
   });
+}
+
+/**
+ * How a route's write result is laid out, so that it can be stored by
+ * position: the values of its leaves (`paths`, dotted, in the order the
+ * result holds them) without its property names, which are most of a small
+ * result's JSON. Leaves in `notStored` are not kept at all and come back as
+ * the value given there (a PostgreSQL write's audit-chain statement, needed
+ * only at its commit). A result that is laid out any other way is stored as
+ * JSON instead, so a shape that no longer matches costs bytes, never a
+ * wrong answer. `name` is stored with the values: change it whenever the
+ * paths change, and keep the old shape for the rows still live (24 h).
+ */
+export interface ResultShape {
+  readonly name: string;
+  readonly paths: readonly string[];
+  readonly notStored: Readonly<Record<string, unknown>>;
+  /** `paths` joined: what a result's leaves are compared with. */
+  readonly signature: string;
+}
+
+const shapes = new Map<string, ResultShape>();
+
+/** Declares (once, at load) the shape `name`, for the routes that store results so. */
+export function resultShape(
+  name: string,
+  paths: readonly string[],
+  notStored: Record<string, unknown> = {},
+): ResultShape {
+  if (!/^[a-z0-9.-]+$/.test(name)) throw new Error(`not a shape name: ${name}`);
+  const shape = { name, paths, notStored, signature: paths.join('\u0000') };
+  const declared = shapes.get(name);
+  if (declared && declared.signature !== shape.signature)
+    throw new Error(`shape ${name} declared twice, differently`);
+  shapes.set(name, shape);
+  return shape;
+}
+
+/** The shape declared as `name`, if any. */
+export const shapeNamed = (name: string): ResultShape | undefined => shapes.get(name);
+
+/** Plain objects with at least one property: what a shape looks into (anything else is a leaf). */
+const isBranch = (value: unknown): value is Record<string, unknown> =>
+  isContainer(value) && !Array.isArray(value) && Object.keys(value).length > 0;
+
+/**
+ * The values of `value`'s leaves in `shape`'s order, or null when `value` is
+ * not laid out as `shape` says (other properties, in another order, or a
+ * `notStored` leaf missing).
+ */
+export function toShaped(value: unknown, shape: ResultShape): unknown[] | null {
+  const names: string[] = [];
+  const values: unknown[] = [];
+  let skipped = 0;
+  const walk = (node: Record<string, unknown>, prefix: string) => {
+    for (const key of Object.keys(node)) {
+      const path = prefix + key;
+      const item = node[key];
+      if (isBranch(item)) walk(item, path + '.');
+      else if (Object.hasOwn(shape.notStored, path)) skipped++;
+      else {
+        names.push(path);
+        values.push(item);
+      }
+    }
+  };
+  if (!isBranch(value)) return null;
+  walk(value, '');
+  if (skipped !== Object.keys(shape.notStored).length) return null;
+  return names.join('\u0000') === shape.signature ? values : null;
+}
+
+/** The result `toShaped` laid out, rebuilt from its values. */
+export function fromShaped(values: unknown, shape: ResultShape): Record<string, unknown> {
+  if (!Array.isArray(values) || values.length !== shape.paths.length)
+    throw new Error(`the stored result is not laid out as ${shape.name}`);
+  const root: Record<string, unknown> = {};
+  const place = (path: string, value: unknown) => {
+    const keys = path.split('.');
+    let holder = root;
+    for (const key of keys.slice(0, -1)) holder = (holder[key] ??= {}) as Record<string, unknown>;
+    holder[keys[keys.length - 1]!] = value;
+  };
+  shape.paths.forEach((path, i) => place(path, values[i]));
+  for (const [path, value] of Object.entries(shape.notStored)) place(path, value);
+  return root;
 }

@@ -14,10 +14,15 @@ import {
   bodyStrings,
   fromClearJson,
   liftBodyStrings,
+  fromShaped,
   requestStrings,
   restoreBodyStrings,
+  shapeNamed,
+  SHAPED_MARK,
   toClearJson,
+  toShaped,
   type BodyRef,
+  type ResultShape,
 } from './body-strings.js';
 import {
   CommittedEarlier,
@@ -58,6 +63,8 @@ export interface ClaimOptions {
   atCommit?: boolean;
   /** The result is stored unsealed: it holds nothing the database does not hold in clear. */
   resultInClear?: boolean;
+  /** With `resultInClear`: how the result is laid out, to store it by position (`ResultShape`). */
+  resultShape?: ResultShape;
 }
 
 const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
@@ -103,6 +110,12 @@ const FORMAT_BYTE = Buffer.of(LIFTED_FORMAT);
  */
 const JSON_PREFIX = '~';
 const CLEAR_PREFIX = '.';
+/**
+ * What a result stored by position starts with (after `JSON_PREFIX`): `@`,
+ * the shape's name, then the JSON array of its leaves' values, the request's
+ * strings marked with `SHAPED_MARK` (`toShaped`). JSON never starts with `@`.
+ */
+const SHAPED_PREFIX = '~@';
 
 /**
  * How a write's transaction result is stored under its key, and read back.
@@ -119,7 +132,11 @@ const CLEAR_PREFIX = '.';
  * the same by its fingerprint; `at` is the first attempt's instant, as the
  * key's row keeps it. Opening reads every format, whatever `inClear`.
  */
-function resultCodec(request: KeyedRequest, lookup: string, { inClear }: { inClear: boolean }) {
+function resultCodec(
+  request: KeyedRequest,
+  lookup: string,
+  { inClear, shape }: { inClear: boolean; shape: ResultShape | undefined },
+) {
   const { key, owner, body, url } = request;
   // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
   // step alone: the key is random), derived when first needed.
@@ -137,7 +154,11 @@ function resultCodec(request: KeyedRequest, lookup: string, { inClear }: { inCle
       createHmac('sha512', derived().subarray(32)).update(`${kind}:${n}`).digest(),
     seal(value: unknown, at: string): string | null {
       if (inClear) {
-        const json = toClearJson(value, requestStrings(body, url, at));
+        const strings = requestStrings(body, url, at);
+        const values = shape && toShaped(value, shape);
+        const shaped = values && toClearJson(values, strings, SHAPED_MARK);
+        if (shaped) return `${SHAPED_PREFIX}${shape!.name}${shaped}`;
+        const json = toClearJson(value, strings);
         if (json !== null) return JSON_PREFIX + json;
       }
       let plain: Buffer;
@@ -155,11 +176,13 @@ function resultCodec(request: KeyedRequest, lookup: string, { inClear }: { inCle
       return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
     },
     open(text: string | null, at: string): { value: unknown } {
-      if (text === null) {
-        throw new AppError(
-          'request_in_progress',
-          'A request with this Idempotency-Key was executed, but its result cannot be given again; read the resource instead',
-        );
+      if (text === null) throw replayLost();
+      if (text.startsWith(SHAPED_PREFIX)) {
+        const start = text.indexOf('[');
+        const named = shapeNamed(text.slice(SHAPED_PREFIX.length, start));
+        if (start < 0 || !named) throw replayLost();
+        const values = fromClearJson(text.slice(start), requestStrings(body, url, at), SHAPED_MARK);
+        return { value: fromShaped(values, named) };
       }
       if (text.startsWith(JSON_PREFIX))
         return { value: fromClearJson(text.slice(1), requestStrings(body, url, at)) };
@@ -174,6 +197,13 @@ function resultCodec(request: KeyedRequest, lookup: string, { inClear }: { inCle
     },
   };
 }
+
+/** A repeat of a write that committed, whose result this server cannot give again. */
+const replayLost = () =>
+  new AppError(
+    'request_in_progress',
+    'A request with this Idempotency-Key was executed, but its result cannot be given again; read the resource instead',
+  );
 
 /** The SQLite group commit's statements for the keys of its writes (`KeyRecords`). */
 const keyRecords: KeyRecords = { live: liveKeys, insert: insertCommittedKeys };
@@ -211,7 +241,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
     async claim(
       request: KeyedRequest,
       replayed: () => void,
-      { atCommit = false, resultInClear = false }: ClaimOptions = {},
+      { atCommit = false, resultInClear = false, resultShape }: ClaimOptions = {},
     ): Promise<{ claim: WriteClaim; done: () => void }> {
       // The route's write is all in one environment write (nothing before it
       // depends on the claim's time or ids): the key is not read first, on
@@ -238,7 +268,10 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
         if (handling.get(lookup) === mine) handling.delete(lookup);
       };
       try {
-        const codec = resultCodec(request, lookup, { inClear: resultInClear });
+        const codec = resultCodec(request, lookup, {
+          inClear: resultInClear,
+          shape: resultShape,
+        });
         const stored = atCommit
           ? undefined
           : await findLiveKey(db.kysely, lookup, clock.now().toISOString());

@@ -7,7 +7,7 @@ import { listBody } from '../../http/pagination.js';
 import { DataEnvelope, ListEnvelope, ok } from '../../http/schemas.js';
 import { actorOf } from '../audit/audit.js';
 import { EnvironmentParams } from '../../http/params.js';
-import type { SecretsService } from './secrets.service.js';
+import { PUT_RESULT_SHAPE, REMOVE_RESULT_SHAPE, type SecretsService } from './secrets.service.js';
 import {
   BatchBody,
   BatchResult,
@@ -130,8 +130,13 @@ export async function secretsRoutes(
     `${base}/:name`,
     {
       // One environment write: a repeat is recognised at its commit, and its result (the
-      // body's value aside, which is not stored) is the secret's metadata: stored unsealed.
-      config: { idempotencyAtCommit: true, idempotencyResultInClear: true },
+      // body's value aside, which is not stored) is the secret's metadata: stored unsealed,
+      // by position.
+      config: {
+        idempotencyAtCommit: true,
+        idempotencyResultInClear: true,
+        idempotencyResultShape: PUT_RESULT_SHAPE,
+      },
       schema: {
         tags,
         summary: 'Create or update a secret',
@@ -161,7 +166,11 @@ export async function secretsRoutes(
     {
       // One environment write: a repeat is recognised at its commit, and its result (the
       // body's value aside, which is not stored) is the secret's metadata: stored unsealed.
-      config: { idempotencyAtCommit: true, idempotencyResultInClear: true },
+      config: {
+        idempotencyAtCommit: true,
+        idempotencyResultInClear: true,
+        idempotencyResultShape: REMOVE_RESULT_SHAPE,
+      },
       schema: {
         tags,
         summary: 'Delete a secret and all its versions',

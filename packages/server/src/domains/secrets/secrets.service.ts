@@ -23,6 +23,7 @@ import {
 import { TokenCache } from '../../db/change-tokens.js';
 import { etagOf, ListingCache, type CachedListing } from './listing-cache.js';
 import * as repo from './secrets.repo.js';
+import { resultShape } from '../idempotency/body-strings.js';
 import {
   MAX_BATCH_ITEMS,
   type BatchInput,
@@ -44,6 +45,40 @@ const toSecret = (row: repo.SecretRow, withValue: boolean): SecretObject => ({
   created_at: row.created_at,
   updated_at: row.updated_at,
   updated_by: row.updated_by,
+});
+
+/** The properties of `toSecret(row, true)`, in its order. */
+const SECRET_PROPERTIES = [
+  'id',
+  'environment_id',
+  'name',
+  'version',
+  'value',
+  'comment',
+  'created_at',
+  'updated_at',
+  'updated_by',
+] as const;
+
+/**
+ * How the results of `put` and `remove` (their environment write's, `write`
+ * below) are laid out, for their routes to store them under an idempotency
+ * key by position (`idempotencyResultShape`): a put's row then holds about
+ * 80 characters of its result instead of 300. The audit chain's statement
+ * is needed only at the commit, and a removal's result is nothing.
+ */
+export const PUT_RESULT_SHAPE = resultShape(
+  'secret-put.1',
+  [
+    'environmentId',
+    ...SECRET_PROPERTIES.map((property) => `result.secret.${property}`),
+    'result.created',
+  ],
+  { auditChain: '' },
+);
+export const REMOVE_RESULT_SHAPE = resultShape('secret-remove.1', ['environmentId'], {
+  result: undefined,
+  auditChain: '',
 });
 
 const toVersion = (row: repo.SecretVersionRow, withValue: boolean): SecretVersionObject => ({
