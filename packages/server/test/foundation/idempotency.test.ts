@@ -4,7 +4,10 @@ import { serialize } from 'node:v8';
 import { request as httpRequest, Agent } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { newIdempotencyKey } from '@coffer/sdk';
-import { keyLookup } from '../../src/domains/idempotency/idempotency.service.js';
+import {
+  idempotencyService,
+  keyLookup,
+} from '../../src/domains/idempotency/idempotency.service.js';
 import {
   bodyStrings,
   fromClearJson,
@@ -385,6 +388,42 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(answerOf(again), answerOf(after));
       assert.equal(again.headers['idempotent-replayed'], 'true');
       assert.equal(await versionsOf(env, 'EXPIRES'), 2);
+    });
+
+    it('the purge deletes the expired keys, a stretch at a time, and keeps the live ones', async () => {
+      const env = project.env.development.id;
+      const put = async (name: string) => {
+        const body = { value: envelope(project, env, name, 'v') };
+        const res = await send('PUT', secretPath(env, name), body, newKeyOf());
+        assert.ok(res.statusCode < 300, res.body);
+      };
+      // Keys of both kinds: the SDK's (its time first) and any other client's.
+      let n = 0;
+      const newKeyOf = () =>
+        n++ % 2 === 0 ? newIdempotencyKey(t.clock.now().getTime()) : newKey();
+      for (let i = 0; i < 7; i++) await put(`PURGED_${i}`);
+      t.clock.advance(25 * 60 * 60 * 1000);
+      for (let i = 0; i < 3; i++) await put(`KEPT_${i}`);
+      const rows = () =>
+        t.testDb.db.kysely
+          .selectFrom('idempotency_keys')
+          .select(['lookup', 'expires_at'])
+          .execute();
+      const now = t.clock.now().toISOString();
+      const before = await rows();
+      const expired = before.filter((row) => row.expires_at <= now);
+      assert.ok(expired.length >= 7, `${expired.length} expired`);
+      const purged = await idempotencyService({ db: t.testDb.db, clock: t.clock }).purgeExpired(2);
+      assert.equal(purged, expired.length);
+      const left = await rows();
+      assert.deepEqual(
+        left.map((row) => row.lookup).sort(),
+        before
+          .filter((row) => row.expires_at > now)
+          .map((row) => row.lookup)
+          .sort(),
+      );
+      assert.ok(left.length >= 3);
     });
 
     it('batches, rollbacks, deletes, new projects and API keys: a repeat answers as the first did', async () => {

@@ -187,7 +187,44 @@ export async function deleteExpiredKey(
     .execute();
 }
 
-/** Removes keys that expired before `now`, at most `limit` at a time; how many went. */
+/**
+ * SQLite, whose table has no index on `expires_at` (migration 016): of the
+ * `limit` rows after `after` in `lookup` order (its primary key), deletes
+ * those expired at `now`; how many went, and the last lookup of the stretch
+ * (null once the table has no rows after `after`). A purge walks the whole
+ * table so, a stretch at a time.
+ */
+export async function sweepExpiredKeys(
+  db: Kysely<Database>,
+  after: string,
+  now: string,
+  limit: number,
+): Promise<{ purged: number; last: string | null }> {
+  const stretch = db
+    .selectFrom('idempotency_keys')
+    .select('lookup')
+    .where('lookup', '>', after)
+    .orderBy('lookup')
+    .limit(limit);
+  const { last } = await db
+    .selectNoFrom((eb) =>
+      eb
+        .selectFrom(stretch.as('s'))
+        .select((e) => e.fn.max('s.lookup').as('last'))
+        .as('last'),
+    )
+    .executeTakeFirstOrThrow();
+  if (last === null) return { purged: 0, last: null };
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where('lookup', '>', after)
+    .where('lookup', '<=', last)
+    .where('expires_at', '<=', now)
+    .executeTakeFirst();
+  return { purged: Number(result.numDeletedRows), last };
+}
+
+/** Removes keys that expired before `now`, at most `limit` at a time; how many went (PostgreSQL, by its index). */
 export async function deleteExpiredKeys(
   db: Kysely<Database>,
   now: string,

@@ -38,6 +38,7 @@ import {
   insertCommittedKey,
   insertCommittedKeys,
   liveKeys,
+  sweepExpiredKeys,
 } from './idempotency.repo.js';
 
 /** How long a key is remembered after its write committed. */
@@ -336,13 +337,27 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
       }
     },
 
-    /** Deletes expired keys; how many. */
-    async purgeExpired(): Promise<number> {
+    /**
+     * Deletes expired keys, `batch` at a time; how many. PostgreSQL finds
+     * them by their index; SQLite, whose table has none, walks it in key
+     * order, yielding to requests between stretches.
+     */
+    async purgeExpired(batch = PURGE_BATCH): Promise<number> {
+      const now = clock.now().toISOString();
       let purged = 0;
+      if (db.dialect === 'sqlite') {
+        for (let after = ''; ;) {
+          const stretch = await sweepExpiredKeys(db.kysely, after, now, batch);
+          purged += stretch.purged;
+          if (stretch.last === null) return purged;
+          after = stretch.last;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
       for (;;) {
-        const n = await deleteExpiredKeys(db.kysely, clock.now().toISOString(), PURGE_BATCH);
+        const n = await deleteExpiredKeys(db.kysely, now, batch);
         purged += n;
-        if (n < PURGE_BATCH) return purged;
+        if (n < batch) return purged;
       }
     },
   };
