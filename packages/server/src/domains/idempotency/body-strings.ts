@@ -129,6 +129,7 @@ export function requestStrings(body: unknown, url: string, at: string): string[]
     .split('?', 1)[0]!
     .split('/')
     .map((segment) => {
+      if (!segment.includes('%')) return segment;
       try {
         return decodeURIComponent(segment);
       } catch {
