@@ -12,43 +12,35 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
 // table and index: its expiry query runs on the index.
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-export async function up(db: Kysely<any>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+
+/** Copies the keys into a new table `name` (as `WITHOUT ROWID` or not), which then replaces theirs. */
+async function rebuild(db: Kysely<any>, name: string, withoutRowid: boolean): Promise<void> {
   await db.schema
-    .createTable('idempotency_keys_by_lookup')
+    .createTable(name)
     .addColumn('lookup', 'text', (c) => c.primaryKey())
     .addColumn('owner', 'text', (c) => c.notNull())
     .addColumn('fingerprint', 'text', (c) => c.notNull())
     .addColumn('result', 'text')
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('expires_at', 'text', (c) => c.notNull())
-    .modifyEnd(sql`without rowid`)
+    .modifyEnd(withoutRowid ? sql`without rowid` : sql``)
     .execute();
-  await sql`insert into idempotency_keys_by_lookup
+  await sql`insert into ${sql.table(name)}
     select lookup, owner, fingerprint, result, created_at, expires_at from idempotency_keys`.execute(
     db,
   );
   await db.schema.dropTable('idempotency_keys').execute();
-  await db.schema.alterTable('idempotency_keys_by_lookup').renameTo('idempotency_keys').execute();
+  await db.schema.alterTable(name).renameTo('idempotency_keys').execute();
+}
+
+export async function up(db: Kysely<any>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+  await rebuild(db, 'idempotency_keys_by_lookup', true);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) return;
-  await db.schema
-    .createTable('idempotency_keys_with_rowid')
-    .addColumn('lookup', 'text', (c) => c.primaryKey())
-    .addColumn('owner', 'text', (c) => c.notNull())
-    .addColumn('fingerprint', 'text', (c) => c.notNull())
-    .addColumn('result', 'text')
-    .addColumn('created_at', 'text', (c) => c.notNull())
-    .addColumn('expires_at', 'text', (c) => c.notNull())
-    .execute();
-  await sql`insert into idempotency_keys_with_rowid
-    select lookup, owner, fingerprint, result, created_at, expires_at from idempotency_keys`.execute(
-    db,
-  );
-  await db.schema.dropTable('idempotency_keys').execute();
-  await db.schema.alterTable('idempotency_keys_with_rowid').renameTo('idempotency_keys').execute();
+  await rebuild(db, 'idempotency_keys_with_rowid', false);
   await db.schema
     .createIndex('idempotency_keys_expires_at')
     .on('idempotency_keys')
