@@ -207,28 +207,18 @@ export async function sweepExpiredKeys(
   now: string,
   limit: number,
 ): Promise<{ purged: number; last: string | null }> {
-  const stretch = db
+  const stretch = await db
     .selectFrom('idempotency_keys')
-    .select('lookup')
+    .select(['lookup', 'expires_at'])
     .where('lookup', '>', after)
     .orderBy('lookup')
-    .limit(limit);
-  const { last } = await db
-    .selectNoFrom((eb) =>
-      eb
-        .selectFrom(stretch.as('s'))
-        .select((e) => e.fn.max('s.lookup').as('last'))
-        .as('last'),
-    )
-    .executeTakeFirstOrThrow();
-  if (last === null) return { purged: 0, last: null };
-  const result = await db
-    .deleteFrom('idempotency_keys')
-    .where('lookup', '>', after)
-    .where('lookup', '<=', last)
-    .where('expires_at', '<=', now)
-    .executeTakeFirst();
-  return { purged: Number(result.numDeletedRows), last };
+    .limit(limit)
+    .execute();
+  if (stretch.length === 0) return { purged: 0, last: null };
+  const expired = stretch.filter((row) => row.expires_at <= now).map((row) => row.lookup);
+  if (expired.length > 0)
+    await db.deleteFrom('idempotency_keys').where('lookup', 'in', expired).execute();
+  return { purged: expired.length, last: stretch[stretch.length - 1]!.lookup };
 }
 
 /** Removes keys that expired before `now`, at most `limit` at a time; how many went (PostgreSQL, by its index). */
