@@ -39,10 +39,10 @@ declare module 'fastify' {
      */
     idempotencyResultInClear?: boolean;
     /**
-     * With `idempotencyResultInClear`: how the route's write result is laid
-     * out, so that it is stored by position, without its property names
-     * (`ResultShape` in domains/idempotency/body-strings.ts). A result laid
-     * out otherwise is stored as JSON.
+     * How the route's write result is laid out, so that it is stored by
+     * position, in clear (it implies `idempotencyResultInClear`), without its
+     * property names (`ResultShape` in domains/idempotency/body-strings.ts).
+     * A result laid out otherwise is stored as JSON.
      */
     idempotencyResultShape?: ResultShape;
   }
@@ -95,7 +95,10 @@ export function registerIdempotency(
       () => reply.header(REPLAYED_HEADER, 'true'),
       {
         atCommit: atCommit(request),
-        resultInClear: request.routeOptions.config?.idempotencyResultInClear === true,
+        // A shape stores the result by position, in clear: it implies `idempotencyResultInClear`.
+        resultInClear:
+          request.routeOptions.config?.idempotencyResultInClear === true ||
+          request.routeOptions.config?.idempotencyResultShape !== undefined,
         resultShape: request.routeOptions.config?.idempotencyResultShape,
       },
     );

@@ -132,11 +132,7 @@ export async function secretsRoutes(
       // One environment write: a repeat is recognised at its commit, and its result (the
       // body's value aside, which is not stored) is the secret's metadata: stored unsealed,
       // by position.
-      config: {
-        idempotencyAtCommit: true,
-        idempotencyResultInClear: true,
-        idempotencyResultShape: PUT_RESULT_SHAPE,
-      },
+      config: { idempotencyAtCommit: true, idempotencyResultShape: PUT_RESULT_SHAPE },
       schema: {
         tags,
         summary: 'Create or update a secret',
@@ -166,11 +162,7 @@ export async function secretsRoutes(
     {
       // One environment write: a repeat is recognised at its commit, and its result (the
       // body's value aside, which is not stored) is the secret's metadata: stored unsealed.
-      config: {
-        idempotencyAtCommit: true,
-        idempotencyResultInClear: true,
-        idempotencyResultShape: REMOVE_RESULT_SHAPE,
-      },
+      config: { idempotencyAtCommit: true, idempotencyResultShape: REMOVE_RESULT_SHAPE },
       schema: {
         tags,
         summary: 'Delete a secret and all its versions',
