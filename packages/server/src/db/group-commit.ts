@@ -36,10 +36,11 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * first reads which of its keys are taken (a live row, committed by an earlier
  * request), and answers those writes without running them (`KeyTaken`, which
  * the claim turns into the earlier result); after the writes, it inserts the
- * rows of those that succeeded, before the commit. Both run in the group's
+ * rows of those that succeeded, before the commit (a plain insert, the rows
+ * of keys that had expired removed first). Both run in the group's
  * transaction, which holds SQLite's one write lock, so no key can be taken
- * in between; should the insert still miss a row, the whole group fails
- * rather than commit a write without its key.
+ * in between; should the insert still meet a row of its keys, its unique
+ * violation fails the whole group rather than commit a write without its key.
  */
 export class GroupCommit {
   private queue: Queued[] = [];
@@ -103,19 +104,16 @@ export class GroupCommit {
     try {
       // Every claim carries the same statements for its key's row.
       const records = group.find((item) => item.claim)?.claim!.records;
-      const taken = records ? await this.keysTaken(trx, group, records) : new Set<Queued>();
+      const keys = records ? await this.keysTaken(trx, group, records) : null;
       const rows: IdempotencyKeyTable[] = [];
       for (const item of group) {
-        const outcome = taken.has(item)
+        const outcome = keys?.taken.has(item)
           ? { ok: false as const, error: new KeyTaken() }
           : await this.runInSavepoint(trx, item);
         outcomes.push(outcome);
         if (outcome.ok && item.claim) rows.push(item.claim.recordRow(outcome.value));
       }
-      if (records && rows.length > 0) {
-        const inserted = await records.insert(trx, rows);
-        if (inserted.size !== rows.length) throw new Error('a key was taken inside the group');
-      }
+      if (records && rows.length > 0) await records.insert(trx, rows, keys!.expired);
       await trx.commit().execute();
     } catch (error) {
       // The transaction itself failed (I/O, a broken savepoint): nobody's write is stored.
@@ -136,15 +134,16 @@ export class GroupCommit {
   /**
    * The writes of `group` whose idempotency key is taken: its row is live, or
    * an earlier write of the group holds the same key (a repeat on this
-   * instance waits for the first, so only one that waited in vain could).
+   * instance waits for the first, so only one that waited in vain could);
+   * and the keys whose row had expired, for the insert to remove first.
    */
   private async keysTaken(
     trx: Kysely<Database>,
     group: readonly Queued[],
     records: KeyRecords,
-  ): Promise<Set<Queued>> {
+  ): Promise<{ taken: Set<Queued>; expired: string[] }> {
     const keyed = group.filter((item) => item.claim);
-    const live = await records.live(
+    const { live, expired } = await records.find(
       trx,
       keyed.map(({ claim }) => ({ lookup: claim!.lookup, at: claim!.at })),
     );
@@ -155,7 +154,7 @@ export class GroupCommit {
       if (live.has(lookup) || seen.has(lookup)) taken.add(item);
       seen.add(lookup);
     }
-    return taken;
+    return { taken, expired };
   }
 
   private async runInSavepoint(

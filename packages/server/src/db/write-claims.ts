@@ -8,13 +8,23 @@ import type { Database, IdempotencyKeyTable } from './schema.js';
  * taken and one to insert the rows, in place of one insert per write.
  */
 export interface KeyRecords {
-  /** Of `keys`, those whose row is live (not expired at the key's `at`), in `trx`. */
-  live(trx: Kysely<Database>, keys: readonly { lookup: string; at: Date }[]): Promise<Set<string>>;
   /**
-   * Inserts `rows`, each replacing an expired row of its key; the lookups
-   * inserted (a key whose row is live is left out).
+   * Of `keys`, in `trx`: those whose row is live (not expired at the key's
+   * `at`), and those whose row had expired.
    */
-  insert(trx: Kysely<Database>, rows: readonly IdempotencyKeyTable[]): Promise<Set<string>>;
+  find(
+    trx: Kysely<Database>,
+    keys: readonly { lookup: string; at: Date }[],
+  ): Promise<{ live: Set<string>; expired: string[] }>;
+  /**
+   * Inserts `rows` after removing the `expired` rows `find` reported; fails
+   * (a unique violation) if a key has a row all the same.
+   */
+  insert(
+    trx: Kysely<Database>,
+    rows: readonly IdempotencyKeyTable[],
+    expired: readonly string[],
+  ): Promise<void>;
 }
 
 /**

@@ -74,68 +74,89 @@ export async function insertCommittedKey(
   return inserted.rows.length > 0;
 }
 
-/** Of the keys given as a JSON array of lookups, those with a row, and when it expires (SQLite). */
-const keyRowsSql = `
-    select lookup, expires_at from idempotency_keys
-    where lookup in (select value from json_each(?))`;
-
 /**
- * Of `keys`, the lookups whose row is live at the key's own `at`, in ONE
- * statement however many there are: the SQLite group commit asks this for all
- * its keyed writes at once (db/group-commit.ts). The keys travel as one JSON
- * array, so the statement's text, and its prepared statement, is always the
- * same.
+ * A statement text per number of rows or keys (at most a group commit's size,
+ * so a few hundred texts per statement), each prepared once: the group's
+ * values travel as parameters, which cost neither a `JSON.stringify` nor
+ * SQLite a `json_each` or `json_extract` per value.
  */
-export async function liveKeys(
-  trx: Kysely<Database>,
-  keys: readonly { lookup: string; at: Date }[],
-): Promise<Set<string>> {
-  const lookups = JSON.stringify(keys.map((key) => key.lookup));
-  const found = await trx.executeQuery<{ lookup: string; expires_at: string }>(
-    CompiledQuery.raw(keyRowsSql, [lookups]),
-  );
-  const expiry = new Map(found.rows.map((row) => [row.lookup, row.expires_at]));
-  const live = new Set<string>();
-  for (const { lookup, at } of keys) {
-    const expires = expiry.get(lookup);
-    if (expires !== undefined && expires > at.toISOString()) live.add(lookup);
-  }
-  return live;
+function textPerCount(text: (n: number) => string): (n: number) => string {
+  const texts = new Map<number, string>();
+  return (n) => {
+    let made = texts.get(n);
+    if (made === undefined) texts.set(n, (made = text(n)));
+    return made;
+  };
 }
 
-/** The insert below for `n` rows, by `n` (at most a group commit's size, so a few hundred texts). */
-const insertKeysSql = new Map<number, string>();
-const insertKeysText = (n: number): string => {
-  let text = insertKeysSql.get(n);
-  if (text === undefined) {
-    const row = `(${KEY_COLUMNS.map(() => '?').join(', ')})`;
-    text = `insert into idempotency_keys (${KEY_COLUMN_LIST})
-    values ${Array.from({ length: n }, () => row).join(', ')}
-    ${REPLACE_ROW}
-    where idempotency_keys.expires_at <= excluded.created_at
-    returning lookup`;
-    insertKeysSql.set(n, text);
-  }
-  return text;
-};
+const placeholders = (n: number, each: string) => Array.from({ length: n }, () => each).join(', ');
+
+const keyRowsText = textPerCount(
+  (n) => `select lookup, expires_at from idempotency_keys where lookup in (${placeholders(n, '?')})`,
+);
+
+/** Of a group's keys, which have a row (`KeyRows`). */
+export interface GroupKeyRows {
+  /** Lookups whose row is live at the key's own `at`: a write committed under the key. */
+  live: Set<string>;
+  /** Lookups whose row had expired by the key's own `at`: `insertCommittedKeys` removes them. */
+  expired: string[];
+}
 
 /**
- * Inserts the key rows of several writes in ONE statement (the SQLite group
- * commit, before its commit), each replacing a row of its key that had
- * expired by the time its own request was handled (`created_at`); the
- * lookups inserted. A live row is left as it is and its lookup is missing
- * from the answer. The rows travel as parameters (`values (?, …), (?, …)`,
- * one statement text per number of rows, each prepared once): as one JSON
- * array they cost a `JSON.stringify` and SQLite a `json_extract` per column.
+ * Of `keys`, the lookups whose row is live at the key's own `at`, and those
+ * whose row had expired by then, in ONE statement however many there are:
+ * the SQLite group commit asks this for all its keyed writes at once
+ * (db/group-commit.ts).
+ */
+export async function groupKeyRows(
+  trx: Kysely<Database>,
+  keys: readonly { lookup: string; at: Date }[],
+): Promise<GroupKeyRows> {
+  const found = await trx.executeQuery<{ lookup: string; expires_at: string }>(
+    CompiledQuery.raw(
+      keyRowsText(keys.length),
+      keys.map((key) => key.lookup),
+    ),
+  );
+  const rows = { live: new Set<string>(), expired: [] as string[] };
+  if (found.rows.length === 0) return rows;
+  const expiry = new Map(found.rows.map((row) => [row.lookup, row.expires_at]));
+  for (const { lookup, at } of keys) {
+    const expires = expiry.get(lookup);
+    if (expires === undefined) continue;
+    if (expires > at.toISOString()) rows.live.add(lookup);
+    else rows.expired.push(lookup);
+  }
+  return rows;
+}
+
+const insertKeysText = textPerCount(
+  (n) => `insert into idempotency_keys (${KEY_COLUMN_LIST})
+    values ${placeholders(n, `(${KEY_COLUMNS.map(() => '?').join(', ')})`)}`,
+);
+const deleteKeysText = textPerCount(
+  (n) => `delete from idempotency_keys where lookup in (${placeholders(n, '?')})`,
+);
+
+/**
+ * Inserts the key rows of several writes in ONE plain insert (the SQLite
+ * group commit, before its commit), after removing the expired rows of their
+ * keys (`expired`, from `groupKeyRows` in the same transaction). The group
+ * holds SQLite's one write lock from that read to this insert, so no other
+ * row of these keys can appear in between; should one be there, the insert
+ * fails with a unique violation and the whole group with it.
  */
 export async function insertCommittedKeys(
   trx: Kysely<Database>,
   rows: readonly IdempotencyKeyTable[],
-): Promise<Set<string>> {
-  const inserted = await trx.executeQuery<{ lookup: string }>(
+  expired: readonly string[],
+): Promise<void> {
+  if (expired.length > 0)
+    await trx.executeQuery(CompiledQuery.raw(deleteKeysText(expired.length), [...expired]));
+  await trx.executeQuery(
     CompiledQuery.raw(insertKeysText(rows.length), rows.flatMap(rowValues)),
   );
-  return new Set(inserted.rows.map((row) => row.lookup));
 }
 
 /** What each column of a key's row may hold, so that it can be written into SQL text. */

@@ -37,7 +37,7 @@ import {
   findLiveKey,
   insertCommittedKey,
   insertCommittedKeys,
-  liveKeys,
+  groupKeyRows,
   sweepExpiredKeys,
 } from './idempotency.repo.js';
 
@@ -207,7 +207,7 @@ const replayLost = () =>
   );
 
 /** The SQLite group commit's statements for the keys of its writes (`KeyRecords`). */
-const keyRecords: KeyRecords = { live: liveKeys, insert: insertCommittedKeys };
+const keyRecords: KeyRecords = { find: groupKeyRows, insert: insertCommittedKeys };
 
 const reused = () =>
   new AppError(
