@@ -23,4 +23,30 @@ describe('ids', () => {
     assert.ok(!isId('environment', `${id}x`));
     assert.ok(!isId('environment', id.replace(/.$/, '-')));
   });
+
+  it('ids of the rows every write appends start with the time they were made, and sort by it', async () => {
+    const digits = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+    const suffix = (id: string) => id.slice(id.indexOf('_') + 1);
+    const madeAt = (id: string) =>
+      [...suffix(id).slice(0, 8)].reduce((ms, c) => ms * 62 + digits.indexOf(c), 0);
+    const before = Date.now();
+    const first = newId('secretVersion');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const later = Array.from({ length: 2_000 }, () => newId('auditEvent'));
+    const after = Date.now();
+    assert.ok(isId('secretVersion', first) && later.every((id) => isId('auditEvent', id)));
+    for (const id of [first, ...later]) {
+      const at = madeAt(id);
+      assert.ok(at >= before && at <= after, `${id}: ${at} not in ${before}..${after}`);
+    }
+    // Sorted as text (SQLite's and the C collation's byte order): by time first.
+    for (const id of later) assert.ok(suffix(id) > suffix(first), `${id} sorts before ${first}`);
+    // After the time, 12 random characters: unique, and spread over the alphabet.
+    const tails = new Set(later.map((id) => suffix(id).slice(8)));
+    assert.equal(tails.size, later.length);
+    assert.equal(new Set([...tails].join('')).size, 62);
+    // Other kinds stay random from the first character.
+    const projects = Array.from({ length: 200 }, () => suffix(newId('project')).slice(0, 8));
+    assert.ok(new Set(projects).size > 190, 'project ids do not start with a shared time');
+  });
 });
