@@ -86,7 +86,9 @@ export function newId(kind: IdKind): string {
   const bytes = fromKey ? fromKey.idBytes(kind) : null;
   let i = 0;
   const next = bytes ? () => bytes[i++ % bytes.length]! : randomByte;
-  let suffix = TIME_ORDERED.has(kind) ? timeDigits(fromKey ? fromKey.at.getTime() : Date.now()) : '';
+  let suffix = TIME_ORDERED.has(kind)
+    ? timeDigits(fromKey ? fromKey.at.getTime() : Date.now())
+    : '';
   // Rejection sampling keeps every character uniform over the 62-letter alphabet.
   while (suffix.length < SUFFIX_LENGTH) {
     const byte = next();

@@ -92,7 +92,8 @@ function textPerCount(text: (n: number) => string): (n: number) => string {
 const placeholders = (n: number, each: string) => Array.from({ length: n }, () => each).join(', ');
 
 const keyRowsText = textPerCount(
-  (n) => `select lookup, expires_at from idempotency_keys where lookup in (${placeholders(n, '?')})`,
+  (n) =>
+    `select lookup, expires_at from idempotency_keys where lookup in (${placeholders(n, '?')})`,
 );
 
 /** Of a group's keys, which have a row (`KeyRows`). */
@@ -154,9 +155,7 @@ export async function insertCommittedKeys(
 ): Promise<void> {
   if (expired.length > 0)
     await trx.executeQuery(CompiledQuery.raw(deleteKeysText(expired.length), [...expired]));
-  await trx.executeQuery(
-    CompiledQuery.raw(insertKeysText(rows.length), rows.flatMap(rowValues)),
-  );
+  await trx.executeQuery(CompiledQuery.raw(insertKeysText(rows.length), rows.flatMap(rowValues)));
 }
 
 /** What each column of a key's row may hold, so that it can be written into SQL text. */
