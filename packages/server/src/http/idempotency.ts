@@ -15,8 +15,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The idempotency claim this request's write runs under, if it sent a key. */
     writeClaim: WriteClaim | null;
-    /** A JSON body's bytes as received: a keyed request's fingerprint hashes them. */
-    bodyBytes: Buffer | null;
   }
   interface FastifyContextConfig {
     /**
@@ -73,15 +71,6 @@ export function registerIdempotency(
   { idempotency }: { idempotency: Pick<IdempotencyService, 'claim'> },
 ): void {
   app.decorateRequest('writeClaim', null);
-  app.decorateRequest('bodyBytes', null);
-  // JSON bodies parsed as Fastify's own parser does (the same errors, the same
-  // guard against `__proto__`), their bytes kept for the fingerprint.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    request.bodyBytes = body as Buffer;
-    parseJson(request, (body as Buffer).toString('utf8'), done);
-  });
 
   const claimKey: preHandlerAsyncHookHandler = async (request, reply) => {
     if (!UNSAFE_METHODS.has(request.method)) return;
@@ -102,7 +91,6 @@ export function registerIdempotency(
         method: request.method,
         url: request.url,
         body: request.body,
-        bodyBytes: request.bodyBytes,
       },
       () => reply.header(REPLAYED_HEADER, 'true'),
       {
@@ -149,7 +137,7 @@ export function documentIdempotency<T>(document: T): T {
         in: 'header',
         required: false,
         description:
-          'A key the client generates for this write (16 to 64 visible ASCII characters, e.g. a UUID) and sends again when it retries it. For 24 hours a repeat with the same credential, method, URL and body (byte for byte) is not executed again: it is answered as the first was, with `Idempotent-Replayed: true`. The same key with another request is `422 idempotency_key_reused`; a repeat while the first is still being handled waits for it, or answers `409 request_in_progress`. Ignored on requests without a credential (sign-up, log-in).',
+          'A key the client generates for this write (16 to 64 visible ASCII characters, e.g. a UUID) and sends again when it retries it. For 24 hours a repeat with the same credential, method, URL and body is not executed again: it is answered as the first was, with `Idempotent-Replayed: true`. The same key with another request is `422 idempotency_key_reused`; a repeat while the first is still being handled waits for it, or answers `409 request_in_progress`. Ignored on requests without a credential (sign-up, log-in).',
         schema: { type: 'string', minLength: 16, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' },
       });
     }

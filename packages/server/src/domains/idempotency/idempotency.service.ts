@@ -56,8 +56,6 @@ export interface KeyedRequest {
   method: string;
   url: string;
   body: unknown;
-  /** The body's bytes as received, when it was JSON (`FastifyRequest.bodyBytes`). */
-  bodyBytes?: Buffer | null;
 }
 
 /** How a route's keyed requests are claimed (its `idempotency…` config, http/idempotency.ts). */
@@ -71,34 +69,6 @@ export interface ClaimOptions {
 }
 
 const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
-
-/**
- * What makes a repeat the same request (`fingerprint`): SHA-256 of the method,
- * the URL and the body's bytes as received. Hashing the bytes spares a keyed
- * write a `JSON.stringify` of its parsed body and the hash's UTF-8 copy of it
- * (the body holds the secret's ciphertext: most of a key's string work).
- * Until 2026-11-28 the fingerprint hashed `JSON.stringify` of the parsed body
- * instead (`legacy`); it is the same for a body-less request and for a body
- * sent as `JSON.stringify` writes it (the SDK's), and a repeat whose
- * fingerprint does not match a row's computes it too (`sameRequest`), so a
- * row written before still matches its repeats for the 24 h it lives.
- */
-function fingerprints({ method, url, body, bodyBytes }: KeyedRequest) {
-  const legacy = () => sha256(method, url, JSON.stringify(body ?? null));
-  const fingerprint = bodyBytes
-    ? digest(
-        'sha256',
-        Buffer.concat([Buffer.from(`${method}\u0000${url}\u0000`), bodyBytes]),
-        'hex',
-      )
-    : legacy();
-  return {
-    fingerprint,
-    sameRequest: (stored: string) =>
-      stored === fingerprint ||
-      (bodyBytes !== undefined && bodyBytes !== null && stored === legacy()),
-  };
-}
 
 /**
  * A key that starts with the time it was made: 12 hex digits of Unix
@@ -286,7 +256,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
           'A request with this Idempotency-Key is being handled elsewhere; retry in a moment',
         );
       const lookup = keyLookup(request.owner, request.key);
-      const { fingerprint, sameRequest } = fingerprints(request);
+      const fingerprint = sha256(request.method, request.url, JSON.stringify(request.body ?? null));
       const earlier = handling.get(lookup);
       if (earlier && !(await settlesWithin(earlier, WAIT_FOR_EARLIER_MS))) throw inProgress();
       let settle!: () => void;
@@ -306,7 +276,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
         const stored = atCommit
           ? undefined
           : await findLiveKey(db.kysely, lookup, clock.now().toISOString());
-        if (stored && !sameRequest(stored.fingerprint)) throw reused();
+        if (stored && stored.fingerprint !== fingerprint) throw reused();
         const ids = new Map<string, number>();
         const at = stored ? new Date(stored.created_at) : clock.now();
         const createdAt = at.toISOString();
@@ -354,7 +324,7 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
               if (unique) await deleteExpiredKey(db.kysely, lookup, now).catch(() => undefined);
               return taken ? inProgress() : error;
             }
-            if (!sameRequest(other.fingerprint)) return reused();
+            if (other.fingerprint !== fingerprint) return reused();
             return atCommit
               ? new CommittedEarlier(codec.open(other.result, other.created_at).value)
               : inProgress();
