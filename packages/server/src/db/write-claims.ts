@@ -2,20 +2,22 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from './schema.js';
 
+/** Of a group's keys, which have a row (`KeyRecords.find`). */
+export interface GroupKeyRows {
+  /** Lookups whose row is live at the key's own `at`: a write committed under the key. */
+  live: Set<string>;
+  /** Lookups whose row had expired by the key's own `at`: `KeyRecords.insert` removes them. */
+  expired: string[];
+}
+
 /**
  * The key rows of several writes at once, for a writer that runs them in one
  * transaction (the SQLite group commit): one statement to find which keys are
  * taken and one to insert the rows, in place of one insert per write.
  */
 export interface KeyRecords {
-  /**
-   * Of `keys`, in `trx`: those whose row is live (not expired at the key's
-   * `at`), and those whose row had expired.
-   */
-  find(
-    trx: Kysely<Database>,
-    keys: readonly { lookup: string; at: Date }[],
-  ): Promise<{ live: Set<string>; expired: string[] }>;
+  /** Of `keys`, in `trx`: those whose row is live, and those whose row had expired. */
+  find(trx: Kysely<Database>, keys: readonly { lookup: string; at: Date }[]): Promise<GroupKeyRows>;
   /**
    * Inserts `rows` after removing the `expired` rows `find` reported; fails
    * (a unique violation) if a key has a row all the same.

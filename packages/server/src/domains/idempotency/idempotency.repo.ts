@@ -1,6 +1,7 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
 import { preparedQuery } from '../../db/prepared-query.js';
+import type { GroupKeyRows } from '../../db/write-claims.js';
 
 export type StoredKey = Pick<IdempotencyKeyTable, 'fingerprint' | 'result' | 'created_at'>;
 
@@ -95,14 +96,6 @@ const keyRowsText = textPerCount(
   (n) =>
     `select lookup, expires_at from idempotency_keys where lookup in (${placeholders(n, '?')})`,
 );
-
-/** Of a group's keys, which have a row (`KeyRows`). */
-export interface GroupKeyRows {
-  /** Lookups whose row is live at the key's own `at`: a write committed under the key. */
-  live: Set<string>;
-  /** Lookups whose row had expired by the key's own `at`: `insertCommittedKeys` removes them. */
-  expired: string[];
-}
 
 /**
  * Of `keys`, the lookups whose row is live at the key's own `at`, and those
