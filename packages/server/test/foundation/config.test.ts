@@ -57,6 +57,12 @@ describe('loadConfig', () => {
     assert.equal(config.rateLimits.auth, 3, 'an unflagged variable still applies');
   });
 
+  it('a rate limit goes up to a billion a minute: a credential that is never limited', () => {
+    const config = loadConfig({ RATE_LIMIT_API_KEY: '1000000000', RATE_LIMIT_SESSION: '2000000' });
+    assert.equal(config.rateLimits.apiKey, 1_000_000_000);
+    assert.equal(config.rateLimits.session, 2_000_000);
+  });
+
   it('refuses bad values with an error naming the setting', () => {
     const cases: [Record<string, string>, string[], string][] = [
       [{ PORT: 'eighty' }, [], 'PORT'],
@@ -84,6 +90,7 @@ describe('loadConfig', () => {
       [{ LOG_LEVEL: 'loud' }, [], 'LOG_LEVEL'],
       [{ PUBLIC_URL: 'http://coffer.example.com' }, [], 'PUBLIC_URL'],
       [{ RATE_LIMIT_SESSION: '0' }, [], 'RATE_LIMIT_SESSION'],
+      [{ RATE_LIMIT_API_KEY: '1000000001' }, [], 'RATE_LIMIT_API_KEY'],
       [{ DASHBOARD: 'yes' }, [], 'DASHBOARD'],
       [{}, ['--dashboard=disabled'], 'DASHBOARD'],
       [{}, ['--prot=8443'], '--prot'],
