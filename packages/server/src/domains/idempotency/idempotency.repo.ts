@@ -129,9 +129,16 @@ const insertKeysText = textPerCount(
   (n) => `insert into idempotency_keys (${KEY_COLUMN_LIST})
     values ${placeholders(n, `(${KEY_COLUMNS.map(() => '?').join(', ')})`)}`,
 );
-const deleteKeysText = textPerCount(
-  (n) => `delete from idempotency_keys where lookup in (${placeholders(n, '?')})`,
-);
+
+/**
+ * Removes the rows of `lookups` (found expired by their caller: the group
+ * commit's read of its keys, a stretch of the SQLite purge). Both are rare
+ * next to the writes, so the statement is built each time.
+ */
+async function deleteKeys(db: Kysely<Database>, lookups: readonly string[]): Promise<void> {
+  if (lookups.length > 0)
+    await db.deleteFrom('idempotency_keys').where('lookup', 'in', lookups).execute();
+}
 
 /**
  * Inserts the key rows of several writes in ONE plain insert (the SQLite
@@ -146,8 +153,7 @@ export async function insertCommittedKeys(
   rows: readonly IdempotencyKeyTable[],
   expired: readonly string[],
 ): Promise<void> {
-  if (expired.length > 0)
-    await trx.executeQuery(CompiledQuery.raw(deleteKeysText(expired.length), [...expired]));
+  await deleteKeys(trx, expired);
   await trx.executeQuery(CompiledQuery.raw(insertKeysText(rows.length), rows.flatMap(rowValues)));
 }
 
@@ -229,8 +235,7 @@ export async function sweepExpiredKeys(
     .execute();
   if (stretch.length === 0) return { purged: 0, last: null };
   const expired = stretch.filter((row) => row.expires_at <= now).map((row) => row.lookup);
-  if (expired.length > 0)
-    await db.deleteFrom('idempotency_keys').where('lookup', 'in', expired).execute();
+  await deleteKeys(db, expired);
   return { purged: expired.length, last: stretch[stretch.length - 1]!.lookup };
 }
 
