@@ -1,12 +1,13 @@
 import type {
   FastifyInstance,
+  FastifyReply,
   FastifyRequest,
-  preHandlerAsyncHookHandler,
+  HookHandlerDoneFunction,
   preHandlerHookHandler,
 } from 'fastify';
 import { AppError } from '../errors.js';
 import { runClaimed, type WriteClaim } from '../db/write-claims.js';
-import type { IdempotencyService } from '../domains/idempotency/idempotency.service.js';
+import type { Claimed, IdempotencyService } from '../domains/idempotency/idempotency.service.js';
 import type { ResultShape } from '../domains/idempotency/body-strings.js';
 import type { Principal } from './principal.js';
 import { hooksOf, servesWrites, UNSAFE_METHODS } from './write-routes.js';
@@ -72,50 +73,69 @@ export function registerIdempotency(
 ): void {
   app.decorateRequest('writeClaim', null);
 
-  const claimKey: preHandlerAsyncHookHandler = async (request, reply) => {
-    if (!UNSAFE_METHODS.has(request.method)) return;
-    const key = request.headers['idempotency-key'];
-    if (key === undefined) return;
-    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
-      throw new AppError(
-        'validation_error',
-        'Idempotency-Key must be 16 to 64 visible ASCII characters, new for each request',
-        [{ field: 'Idempotency-Key', issue: 'invalid' }],
-      );
-    }
-    if (!request.principal) return;
-    const { claim, done } = await idempotency.claim(
-      {
-        owner: ownerOf(request.principal),
-        key,
-        method: request.method,
-        url: request.url,
-        body: request.body,
-      },
-      () => reply.header(REPLAYED_HEADER, 'true'),
-      {
-        atCommit: atCommit(request),
-        // A shape stores the result by position, in clear: it implies `idempotencyResultInClear`.
-        resultInClear:
-          request.routeOptions.config?.idempotencyResultInClear === true ||
-          request.routeOptions.config?.idempotencyResultShape !== undefined,
-        resultShape: request.routeOptions.config?.idempotencyResultShape,
-      },
-    );
+  /** With the claim taken: the rest of the request's handling runs under it. */
+  const proceed = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    { claim, done }: Claimed,
+    next: HookHandlerDoneFunction,
+  ) => {
     // Answered, or the connection gone: a repeat waiting on this instance goes on.
     reply.raw.once('close', done);
     request.writeClaim = claim;
+    // A route checking at commit passes the claim to its write itself.
+    if (atCommit(request)) return next();
+    // The handler runs inside the claim, and so does every call it makes.
+    runClaimed(claim, next, (release) => reply.raw.once('close', release));
   };
-  // A callback hook: the handler runs inside the claim, and so does every call it makes.
-  const runInClaim: preHandlerHookHandler = (request, reply, next) => {
-    if (!request.writeClaim || atCommit(request)) return next();
-    runClaimed(request.writeClaim, next, (release) => reply.raw.once('close', release));
+  // A callback hook, not an async one: a write without a key, and a keyed one
+  // whose claim is taken at once, go on without a promise.
+  const claimKey: preHandlerHookHandler = (request, reply, next) => {
+    if (!UNSAFE_METHODS.has(request.method)) return next();
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return next();
+    let claimed: Claimed | Promise<Claimed>;
+    try {
+      if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+        throw new AppError(
+          'validation_error',
+          'Idempotency-Key must be 16 to 64 visible ASCII characters, new for each request',
+          [{ field: 'Idempotency-Key', issue: 'invalid' }],
+        );
+      }
+      if (!request.principal) return next();
+      const config = request.routeOptions.config;
+      claimed = idempotency.claim(
+        {
+          owner: ownerOf(request.principal),
+          key,
+          method: request.method,
+          url: request.url,
+          body: request.body,
+        },
+        () => reply.header(REPLAYED_HEADER, 'true'),
+        {
+          atCommit: atCommit(request),
+          // A shape stores the result by position, in clear: it implies `idempotencyResultInClear`.
+          resultInClear:
+            config?.idempotencyResultInClear === true ||
+            config?.idempotencyResultShape !== undefined,
+          resultShape: config?.idempotencyResultShape,
+        },
+      );
+    } catch (err) {
+      return next(err as Error);
+    }
+    if (!(claimed instanceof Promise)) return proceed(request, reply, claimed, next);
+    claimed.then(
+      (taken) => proceed(request, reply, taken, next),
+      (err: unknown) => next(err as Error),
+    );
   };
-  // Only routes with an unsafe method get the hooks (reads pay nothing), ahead of
+  // Only routes with an unsafe method get the hook (reads pay nothing), ahead of
   // the route's own: a write's mark (`markProjectWrites`) is taken inside the claim.
   app.addHook('onRoute', (route) => {
-    if (servesWrites(route))
-      route.preHandler = [claimKey, runInClaim, ...hooksOf(route.preHandler)];
+    if (servesWrites(route)) route.preHandler = [claimKey, ...hooksOf(route.preHandler)];
   });
 }
 

@@ -146,4 +146,31 @@ describe('results stored by position (a shape)', () => {
     assert.throws(() => resultShape('test-shape.1', ['environmentId']), /declared twice/);
     assert.throws(() => resultShape('Bad Name', ['x']), /not a shape name/);
   });
+
+  it('cannot be declared with paths no result could match', () => {
+    // A result's leaves are met depth first: the paths of one branch follow each other.
+    assert.throws(
+      () => resultShape('test-split.1', ['a.x', 'b', 'a.y']),
+      /paths under a do not follow each other/,
+    );
+    assert.throws(() => resultShape('test-through.1', ['a', 'a.x']), /runs through its leaf a/);
+    assert.throws(() => resultShape('test-twice.1', ['a', 'a']), /is there twice/);
+    assert.throws(
+      () => resultShape('test-unstored.1', ['a'], { 'b.c': 1 }),
+      /unstored leaf is under b/,
+    );
+  });
+
+  it('find unstored leaves wherever they are in their branch', () => {
+    const nested = resultShape('test-nested.1', ['a.x', 'a.y', 'b'], { 'a.skip': 0, top: 0 });
+    const laidOut = { top: 'dropped', a: { x: 1, skip: 'dropped', y: [2] }, b: {} };
+    assert.deepEqual(toShaped(laidOut, nested), [1, [2], {}]);
+    assert.equal(toShaped({ ...laidOut, a: { x: 1, y: [2] } }, nested), null, 'a.skip missing');
+    assert.equal(
+      toShaped({ ...laidOut, a: { x: 1, skip: { deep: 1 }, y: [2] } }, nested),
+      null,
+      'a branch where an unstored leaf was',
+    );
+    assert.equal(toShaped({ ...laidOut, b: { c: 1 } }, nested), null, 'a branch where a leaf was');
+  });
 });

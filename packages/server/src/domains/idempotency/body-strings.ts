@@ -125,18 +125,27 @@ const MIN_MARKED = 8;
  * its environment and its times.
  */
 export function requestStrings(body: unknown, url: string, at: string): string[] {
-  const path = url
-    .split('?', 1)[0]!
-    .split('/')
-    .map((segment) => {
-      if (!segment.includes('%')) return segment;
-      try {
-        return decodeURIComponent(segment);
-      } catch {
-        return segment;
-      }
-    });
-  return [...bodyStrings(body), ...path, at];
+  const strings = bodyStrings(body);
+  const query = url.indexOf('?');
+  const path = query < 0 ? url : url.slice(0, query);
+  // The segments `path.split('/')` gives, each decoded where it can be.
+  for (let start = 0; ;) {
+    const slash = path.indexOf('/', start);
+    const segment = path.slice(start, slash < 0 ? path.length : slash);
+    strings.push(segment.includes('%') ? decodedSegment(segment) : segment);
+    if (slash < 0) break;
+    start = slash + 1;
+  }
+  strings.push(at);
+  return strings;
+}
+
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /** Thrown inside `toClearJson` at the first value JSON cannot hold exactly. */
@@ -154,12 +163,17 @@ export function toClearJson(
   strings: readonly string[],
   mark: string = NUL_MARK,
 ): string | null {
-  const index = firstIndex(strings);
+  // A few strings (a secret write's: about ten): looked through in place of a map.
+  const index = strings.length > 16 ? firstIndex(strings) : null;
+  const indexOf = (node: string) => {
+    const i = index ? index.get(node) : strings.indexOf(node);
+    return i === undefined || i < 0 ? null : i;
+  };
   const marked = (node: unknown): unknown => {
     switch (typeof node) {
       case 'string': {
-        const i = node.length >= MIN_MARKED ? index.get(node) : undefined;
-        if (i !== undefined) return mark + i;
+        const i = node.length >= MIN_MARKED ? indexOf(node) : null;
+        if (i !== null) return mark + i;
         return node.startsWith(mark) ? mark + node : node;
       }
       case 'number':
@@ -223,6 +237,68 @@ export interface ResultShape {
   readonly notStored: Readonly<Record<string, unknown>>;
   /** `paths` joined: what a result's leaves are compared with. */
   readonly signature: string;
+  /** `paths` and `notStored` as a tree, which `toShaped` checks a result against. */
+  readonly layout: Level;
+}
+
+/**
+ * One level of a shape's layout: the properties a branch holds, in order,
+ * each a leaf (null) or a branch, and those of its properties that are
+ * `notStored` leaves (anywhere in the order).
+ */
+interface Level {
+  readonly keys: readonly string[];
+  readonly branches: readonly (Level | null)[];
+  readonly skipped: ReadonlySet<string>;
+}
+
+/**
+ * `paths` and `notStored` as a tree of levels. A walk of a result meets its
+ * leaves depth first, so the paths of one branch must follow each other:
+ * a shape whose paths do not could never match, and is refused.
+ */
+function layoutOf(paths: readonly string[], notStored: readonly string[]): Level {
+  interface Building {
+    keys: string[];
+    branches: (Building | null)[];
+    skipped: Set<string>;
+  }
+  const root: Building = { keys: [], branches: [], skipped: new Set() };
+  /** The level at `segments`; made when `make` (a path), else it must be there (a `notStored` leaf's). */
+  const branchAt = (segments: readonly string[], make: boolean): Building => {
+    let level = root;
+    for (const segment of segments) {
+      const i = level.keys.indexOf(segment);
+      if (i < 0) {
+        if (!make)
+          throw new Error(`a shape's unstored leaf is under ${segment}, which holds no path`);
+        const made: Building = { keys: [], branches: [], skipped: new Set() };
+        level.keys.push(segment);
+        level.branches.push(made);
+        level = made;
+        continue;
+      }
+      const branch = level.branches[i]!;
+      if (branch === null) throw new Error(`a shape's path runs through its leaf ${segment}`);
+      if (make && i !== level.keys.length - 1)
+        throw new Error(`a shape's paths under ${segment} do not follow each other`);
+      level = branch;
+    }
+    return level;
+  };
+  for (const path of paths) {
+    const segments = path.split('.');
+    const level = branchAt(segments.slice(0, -1), true);
+    const leaf = segments[segments.length - 1]!;
+    if (level.keys.includes(leaf)) throw new Error(`a shape's path ${path} is there twice`);
+    level.keys.push(leaf);
+    level.branches.push(null);
+  }
+  for (const path of notStored) {
+    const segments = path.split('.');
+    branchAt(segments.slice(0, -1), false).skipped.add(segments[segments.length - 1]!);
+  }
+  return root;
 }
 
 const shapes = new Map<string, ResultShape>();
@@ -234,10 +310,17 @@ export function resultShape(
   notStored: Record<string, unknown> = {},
 ): ResultShape {
   if (!/^[a-z0-9.-]+$/.test(name)) throw new Error(`not a shape name: ${name}`);
-  const shape = { name, paths, notStored, signature: paths.join('\u0000') };
+  const signature = paths.join('\u0000');
   const declared = shapes.get(name);
-  if (declared && declared.signature !== shape.signature)
+  if (declared && declared.signature !== signature)
     throw new Error(`shape ${name} declared twice, differently`);
+  const shape = {
+    name,
+    paths,
+    notStored,
+    signature,
+    layout: layoutOf(paths, Object.keys(notStored)),
+  };
   shapes.set(name, shape);
   return shape;
 }
@@ -250,30 +333,39 @@ const isBranch = (value: unknown): value is Record<string, unknown> =>
   isContainer(value) && !Array.isArray(value) && Object.keys(value).length > 0;
 
 /**
+ * Adds the leaves of `node` to `values` in `level`'s order; false when `node`
+ * holds other properties, in another order, a branch where a leaf is or the
+ * other way round, or lacks a `notStored` leaf. Compares property names one
+ * by one: no path is built.
+ */
+function collectLeaves(node: Record<string, unknown>, level: Level, values: unknown[]): boolean {
+  let next = 0;
+  let skipped = 0;
+  for (const key of Object.keys(node)) {
+    const item = node[key];
+    if (level.skipped.has(key)) {
+      if (isBranch(item)) return false;
+      skipped++;
+      continue;
+    }
+    if (key !== level.keys[next]) return false;
+    const branch = level.branches[next++]!;
+    if (branch === null) {
+      if (isBranch(item)) return false;
+      values.push(item);
+    } else if (!isBranch(item) || !collectLeaves(item, branch, values)) return false;
+  }
+  return next === level.keys.length && skipped === level.skipped.size;
+}
+
+/**
  * The values of `value`'s leaves in `shape`'s order, or null when `value` is
  * not laid out as `shape` says (other properties, in another order, or a
  * `notStored` leaf missing).
  */
 export function toShaped(value: unknown, shape: ResultShape): unknown[] | null {
-  const names: string[] = [];
   const values: unknown[] = [];
-  let skipped = 0;
-  const walk = (node: Record<string, unknown>, prefix: string) => {
-    for (const key of Object.keys(node)) {
-      const path = prefix + key;
-      const item = node[key];
-      if (isBranch(item)) walk(item, path + '.');
-      else if (Object.hasOwn(shape.notStored, path)) skipped++;
-      else {
-        names.push(path);
-        values.push(item);
-      }
-    }
-  };
-  if (!isBranch(value)) return null;
-  walk(value, '');
-  if (skipped !== Object.keys(shape.notStored).length) return null;
-  return names.join('\u0000') === shape.signature ? values : null;
+  return isBranch(value) && collectLeaves(value, shape.layout, values) ? values : null;
 }
 
 /** The result `toShaped` laid out, rebuilt from its values. */

@@ -7,9 +7,11 @@ import {
 } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
 import { AppError } from '../../errors.js';
 import type { SharedDeps } from '../../shared-deps.js';
 import { driverErrorKind } from '../../db/driver-errors.js';
+import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
 import {
   bodyStrings,
   fromClearJson,
@@ -39,6 +41,7 @@ import {
   insertCommittedKeys,
   groupKeyRows,
   sweepExpiredKeys,
+  type StoredKey,
 } from './idempotency.repo.js';
 
 /** How long a key is remembered after its write committed. */
@@ -136,7 +139,11 @@ const SHAPED_PREFIX = '~@';
 function resultCodec(
   request: KeyedRequest,
   lookup: string,
-  { inClear, shape }: { inClear: boolean; shape: ResultShape | undefined },
+  {
+    inClear,
+    shape,
+    atCommit,
+  }: { inClear: boolean; shape: ResultShape | undefined; atCommit: boolean },
 ) {
   const { key, owner, body, url } = request;
   // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
@@ -150,6 +157,9 @@ function resultCodec(
     return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
   };
   return {
+    owner,
+    /** Whether the key is checked at the write's commit (`ClaimOptions.atCommit`). */
+    atCommit,
     /** The n-th id of `kind` of a request under this key: the same on every attempt. */
     idBytes: (kind: string, n: number) =>
       createHmac('sha512', derived().subarray(32)).update(`${kind}:${n}`).digest(),
@@ -223,11 +233,112 @@ const settlesWithin = (promise: Promise<unknown>, ms: number) =>
     void promise.finally(() => (clearTimeout(timer), resolve(true)));
   });
 
+const inProgress = () =>
+  new AppError(
+    'request_in_progress',
+    'A request with this Idempotency-Key is being handled elsewhere; retry in a moment',
+  );
+
+/** A request's claim, and what to call once the request is answered. */
+export interface Claimed {
+  claim: WriteClaim;
+  done: () => void;
+}
+
+/**
+ * A keyed request's claim on its write (`WriteClaim`, db/write-claims.ts).
+ * One per keyed request, so a class: its methods are shared, not closures
+ * made again for every request.
+ */
+class KeyClaim implements WriteClaim {
+  settled = false;
+  writing = false;
+  active = true;
+  readonly records = keyRecords;
+  readonly committed: { value: unknown } | null;
+  /** How many ids of each kind the request has drawn (`idBytes`). */
+  private ids: Map<string, number> | null = null;
+  private readonly codec: ReturnType<typeof resultCodec>;
+  private readonly createdAt: string;
+
+  constructor(
+    readonly lookup: string,
+    private readonly fingerprint: string,
+    /** The instant the request is handled at: the first attempt's, for a repeat. */
+    readonly at: Date,
+    request: KeyedRequest,
+    options: ClaimOptions,
+    stored: StoredKey | undefined,
+    readonly replayed: () => void,
+    private readonly deps: Pick<SharedDeps, 'db' | 'clock'>,
+  ) {
+    this.createdAt = at.toISOString();
+    this.codec = resultCodec(request, lookup, {
+      inClear: options.resultInClear === true,
+      shape: options.resultShape,
+      atCommit: options.atCommit === true,
+    });
+    this.committed = stored ? this.codec.open(stored.result, stored.created_at) : null;
+  }
+
+  idBytes(kind: string): Buffer {
+    this.ids ??= new Map();
+    const n = this.ids.get(kind) ?? 0;
+    this.ids.set(kind, n + 1);
+    return this.codec.idBytes(kind, n);
+  }
+
+  recordRow(value: unknown): IdempotencyKeyTable {
+    return {
+      lookup: this.lookup,
+      owner: this.codec.owner,
+      fingerprint: this.fingerprint,
+      result: this.codec.seal(value, this.createdAt),
+      created_at: this.createdAt,
+      expires_at: new Date(this.at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
+    };
+  }
+
+  async record(trx: Kysely<Database>, value: unknown): Promise<void> {
+    const now = this.deps.clock.now().toISOString();
+    // False: another request with this key (on another instance) committed first.
+    if (!(await insertCommittedKey(trx, this.recordRow(value), now))) throw inProgress();
+  }
+
+  recordStatement(value: unknown): string {
+    return committedKeyStatement(this.recordRow(value));
+  }
+
+  async explain(error: unknown): Promise<unknown> {
+    // Checked at commit, any failure may be a repeat's (its write refused on
+    // the state the first one left, or its key's insert).
+    const taken = error instanceof KeyTaken;
+    const unique = driverErrorKind(error) === 'unique_violation';
+    const atCommit = this.codec.atCommit;
+    if (!atCommit && !taken && !unique) return error;
+    const { db, clock } = this.deps;
+    const now = clock.now().toISOString();
+    const other = await findLiveKey(db.kysely, this.lookup, now).catch(() => undefined);
+    if (!other) {
+      // PostgreSQL's insert sent with the commit (`committedKeyStatement`)
+      // also fails on a row that had only expired: removed, the write,
+      // retried as a lost race, records the key anew.
+      if (unique) await deleteExpiredKey(db.kysely, this.lookup, now).catch(() => undefined);
+      return taken ? inProgress() : error;
+    }
+    if (other.fingerprint !== this.fingerprint) return reused();
+    return atCommit
+      ? new CommittedEarlier(this.codec.open(other.result, other.created_at).value)
+      : inProgress();
+  }
+}
+
 /**
  * Idempotency keys (ARCHITECTURE.md, "Idempotency keys"): the claim a keyed
  * request's write commits under, and the purge of expired keys.
  */
-export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock'>) {
+export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
+  const { db, clock } = deps;
   // Requests with a key being handled by this instance, by lookup: a repeat
   // waits for the earlier one instead of racing it.
   const handling = new Map<string, Promise<void>>();
@@ -237,104 +348,60 @@ export function idempotencyService({ db, clock }: Pick<SharedDeps, 'db' | 'clock
      * The claim `request`'s write runs under. A repeat of a write that
      * committed gets that write's result back in place of running it again;
      * `replayed` is called when that happens. `done` must be called once the
-     * request is answered.
+     * request is answered. Taken at once (no promise) when nothing is to be
+     * read or waited for: a route that checks its key at commit, with no
+     * other request of the key on this instance.
      */
-    async claim(
+    claim(
       request: KeyedRequest,
       replayed: () => void,
-      { atCommit = false, resultInClear = false, resultShape }: ClaimOptions = {},
-    ): Promise<{ claim: WriteClaim; done: () => void }> {
-      // The route's write is all in one environment write (nothing before it
-      // depends on the claim's time or ids): the key is not read first, on
-      // either dialect. A repeat meets the key's live row where the write
-      // records keys (PostgreSQL: a unique violation at commit, which rolls
-      // the write back; the SQLite group commit: before it runs the write,
-      // `KeyTaken`) and is answered with the stored result (`explain`).
-      const inProgress = () =>
-        new AppError(
-          'request_in_progress',
-          'A request with this Idempotency-Key is being handled elsewhere; retry in a moment',
-        );
+      options: ClaimOptions = {},
+    ): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
       const fingerprint = sha256(request.method, request.url, JSON.stringify(request.body ?? null));
-      const earlier = handling.get(lookup);
-      if (earlier && !(await settlesWithin(earlier, WAIT_FOR_EARLIER_MS))) throw inProgress();
-      let settle!: () => void;
-      const mine = new Promise<void>((resolve) => (settle = resolve));
-      handling.set(lookup, mine);
-      let claim: WriteClaim | null = null;
-      const done = () => {
-        if (claim) claim.active = false;
-        settle();
-        if (handling.get(lookup) === mine) handling.delete(lookup);
-      };
-      try {
-        const codec = resultCodec(request, lookup, {
-          inClear: resultInClear,
-          shape: resultShape,
-        });
-        const stored = atCommit
-          ? undefined
-          : await findLiveKey(db.kysely, lookup, clock.now().toISOString());
-        if (stored && stored.fingerprint !== fingerprint) throw reused();
-        const ids = new Map<string, number>();
-        const at = stored ? new Date(stored.created_at) : clock.now();
-        const createdAt = at.toISOString();
-        const row = (value: unknown) => ({
-          lookup,
-          owner: request.owner,
-          fingerprint,
-          result: codec.seal(value, createdAt),
-          created_at: createdAt,
-          expires_at: new Date(at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
-        });
-        claim = {
-          settled: false,
-          writing: false,
-          active: true,
-          committed: stored ? codec.open(stored.result, stored.created_at) : null,
-          replayed,
-          at,
-          idBytes(kind) {
-            const n = ids.get(kind) ?? 0;
-            ids.set(kind, n + 1);
-            return codec.idBytes(kind, n);
-          },
-          async record(trx, value) {
-            const inserted = await insertCommittedKey(trx, row(value), clock.now().toISOString());
-            // Another request with this key (on another instance) committed first.
-            if (!inserted) throw inProgress();
-          },
-          recordStatement: (value) => committedKeyStatement(row(value)),
-          lookup,
-          recordRow: row,
-          records: keyRecords,
-          async explain(error) {
-            // Checked at commit, any failure may be a repeat's (its write
-            // refused on the state the first one left, or its key's insert).
-            const taken = error instanceof KeyTaken;
-            const unique = driverErrorKind(error) === 'unique_violation';
-            if (!atCommit && !taken && !unique) return error;
-            const now = clock.now().toISOString();
-            const other = await findLiveKey(db.kysely, lookup, now).catch(() => undefined);
-            if (!other) {
-              // PostgreSQL's insert sent with the commit (`committedKeyStatement`)
-              // also fails on a row that had only expired: removed, the write,
-              // retried as a lost race, records the key anew.
-              if (unique) await deleteExpiredKey(db.kysely, lookup, now).catch(() => undefined);
-              return taken ? inProgress() : error;
-            }
-            if (other.fingerprint !== fingerprint) return reused();
-            return atCommit
-              ? new CommittedEarlier(codec.open(other.result, other.created_at).value)
-              : inProgress();
-          },
+      /** Takes the claim, this instance's other requests with the key done. */
+      const take = (): Claimed | Promise<Claimed> => {
+        let settle!: () => void;
+        const mine = new Promise<void>((resolve) => (settle = resolve));
+        handling.set(lookup, mine);
+        let claim: KeyClaim | null = null;
+        const done = () => {
+          if (claim) claim.active = false;
+          settle();
+          if (handling.get(lookup) === mine) handling.delete(lookup);
         };
-        return { claim, done };
-      } catch (err) {
-        done();
-        throw err;
-      }
+        const make = (stored: StoredKey | undefined): Claimed => {
+          if (stored && stored.fingerprint !== fingerprint) throw reused();
+          const at = stored ? new Date(stored.created_at) : clock.now();
+          claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, replayed, deps);
+          return { claim, done };
+        };
+        const failed = (err: unknown): never => {
+          done();
+          throw err;
+        };
+        // The route's write is all in one environment write (nothing before it
+        // depends on the claim's time or ids): the key is not read first, on
+        // either dialect, and the claim is taken at once. A repeat meets the
+        // key's live row where the write records keys (PostgreSQL: a unique
+        // violation at commit, which rolls the write back; the SQLite group
+        // commit: before it runs the write, `KeyTaken`) and is answered with
+        // the stored result (`explain`).
+        if (options.atCommit) {
+          try {
+            return make(undefined);
+          } catch (err) {
+            return failed(err);
+          }
+        }
+        return findLiveKey(db.kysely, lookup, clock.now().toISOString()).then(make, failed);
+      };
+      const earlier = handling.get(lookup);
+      if (!earlier) return take();
+      return settlesWithin(earlier, WAIT_FOR_EARLIER_MS).then((settled) => {
+        if (!settled) throw inProgress();
+        return take();
+      });
     },
 
     /**
