@@ -7,7 +7,7 @@ import type { Database } from './schema.js';
  * hottest paths: each call then only binds its arguments and executes. Keyed
  * by the dialect's adapter class, so a transaction (a new handle every time)
  * reuses the SQL of the database it belongs to.
- * `build` must use its string arguments as values only (never to choose the
+ * `build` must use its arguments (strings, or bytes) as values only (never to choose the
  * shape of the query); they are compiled as markers and swapped for the real
  * values on every call, whatever order the compiler put them in.
  * On SQLite, outside a transaction, the statement runs on the database's
@@ -15,7 +15,7 @@ import type { Database } from './schema.js';
  * are shared (frozen) until the database changes. (On
  * PostgreSQL every statement is a prepared one already; see `openDatabase`.)
  */
-export function preparedQuery<A extends string[], R>(
+export function preparedQuery<A extends (string | Uint8Array)[], R>(
   build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
 ): (db: Kysely<Database>, ...args: A) => Promise<R[]> {
   const compiledFor = new Map<unknown, MarkedStatement>();
@@ -23,8 +23,9 @@ export function preparedQuery<A extends string[], R>(
     const dialect = db.getExecutor().adapter.constructor;
     let compiled = compiledFor.get(dialect);
     if (!compiled) {
-      const markers = args.map((_, i) => marker(i)) as A;
-      compiled = markedStatement(build(db, ...markers), markers);
+      // Strings at build time, whatever the values' types: only bound, never read.
+      const markers = args.map((_, i) => marker(i));
+      compiled = markedStatement(build(db, ...(markers as A)), markers);
       compiledFor.set(dialect, compiled);
     }
     return readRows<R>(db, bound(compiled, args));

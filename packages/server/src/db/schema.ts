@@ -233,12 +233,14 @@ export interface OutboxTable {
 
 /** A write committed under an idempotency key (migration 015, domains/idempotency). */
 export interface IdempotencyKeyTable {
-  /** SHA-256 (hex) of the credential and the client's key, after the key's time if it starts with one (`keyLookup`). */
-  lookup: string;
-  /** Whose key: `user:<id>`, `api_key:<id>` or `ci_token:<id>`. */
-  owner: string;
-  /** SHA-256 (hex) of the method, the URL and the body. */
-  fingerprint: string;
+  /**
+   * SHA-256 of the credential and the client's key, after the key's time (6
+   * bytes) if it starts with one (`keyLookup`, which gives it in hex). Bytes:
+   * a Buffer, or from `node:sqlite` a Uint8Array.
+   */
+  lookup: Uint8Array;
+  /** The first 16 bytes of SHA-256 of the method, the URL and the body. */
+  fingerprint: Uint8Array;
   /**
    * What the write's transaction returned, the request body's long strings left
    * out: encrypted under the client's key (base64), or for routes whose result
@@ -248,8 +250,8 @@ export interface IdempotencyKeyTable {
    * cannot be kept.
    */
   result: string | null;
+  /** When the write committed; the key is kept 24 h from then (`IDEMPOTENCY_KEY_TTL_MS`). */
   created_at: string;
-  expires_at: string;
 }
 
 /** Instance-wide settings shared by every server instance (migration 002). */

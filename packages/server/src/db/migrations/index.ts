@@ -10,6 +10,7 @@ import * as webhooks from './2026-12-20-013-webhooks.js';
 import * as personalOverrides from './2026-12-21-014-personal-overrides.js';
 import * as idempotencyKeys from './2026-12-22-015-idempotency-keys.js';
 import * as idempotencyKeysSqlite from './2026-12-23-016-idempotency-keys-sqlite.js';
+import * as idempotencyKeysCompact from './2026-12-24-017-idempotency-keys-compact.js';
 
 // Numbers 003 and 006-009 are missing: no migration with them exists in this
 // repository's history. Gaps are never closed up: a migration's name is the key
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-12-21-014-personal-overrides': personalOverrides,
   '2026-12-22-015-idempotency-keys': idempotencyKeys,
   '2026-12-23-016-idempotency-keys-sqlite': idempotencyKeysSqlite,
+  '2026-12-24-017-idempotency-keys-compact': idempotencyKeysCompact,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -5,51 +5,54 @@ import type { GroupKeyRows } from '../../db/write-claims.js';
 
 export type StoredKey = Pick<IdempotencyKeyTable, 'fingerprint' | 'result' | 'created_at'>;
 
-const liveKey = preparedQuery((db, lookup: string, now: string) =>
+/** How long a key is remembered after its write committed. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** The oldest `created_at` of a key still live at `now` (both ISO times): later ones are. */
+export const keptSince = (now: string): string =>
+  new Date(Date.parse(now) - IDEMPOTENCY_KEY_TTL_MS).toISOString();
+
+/** A lookup (`keyLookup`, hex) as stored. */
+export const lookupBytes = (lookup: string): Buffer => Buffer.from(lookup, 'hex');
+
+/** Stored bytes (a Buffer, or from `node:sqlite` a Uint8Array) as hex. */
+export const hexOf = (bytes: Uint8Array): string =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+
+const liveKey = preparedQuery((db, lookup: Uint8Array, since: string) =>
   db
     .selectFrom('idempotency_keys')
     .select(['fingerprint', 'result', 'created_at'])
     .where('lookup', '=', lookup)
-    .where('expires_at', '>', now),
+    .where('created_at', '>', since),
 );
 
 /**
- * The key's row while it is live (not yet expired at `now`). Every keyed write
- * asks first: prepared, and on SQLite read on the reader connection, so it
- * does not queue behind the writes.
+ * The key's row while it is live (kept at `now`). Keyed writes of routes that
+ * read the key before their handler ask first: prepared, and on SQLite read on
+ * the reader connection, so it does not queue behind the writes.
  */
 export async function findLiveKey(
   db: Kysely<Database>,
   lookup: string,
   now: string,
 ): Promise<StoredKey | undefined> {
-  return (await liveKey(db, lookup, now))[0];
+  return (await liveKey(db, lookupBytes(lookup), keptSince(now)))[0];
 }
 
 /** A key row's columns, in the order every insert below takes them. */
-const KEY_COLUMNS = [
-  'lookup',
-  'owner',
-  'fingerprint',
-  'result',
-  'created_at',
-  'expires_at',
-] as const;
+const KEY_COLUMNS = ['lookup', 'fingerprint', 'result', 'created_at'] as const;
 const KEY_COLUMN_LIST = KEY_COLUMNS.join(', ');
 const rowValues = (row: IdempotencyKeyTable) => KEY_COLUMNS.map((column) => row[column]);
 
-/** How the upserts below replace an existing row of the key (each says when). */
-const REPLACE_ROW = `on conflict (lookup) do update set
-      owner = excluded.owner, fingerprint = excluded.fingerprint, result = excluded.result,
-      created_at = excluded.created_at, expires_at = excluded.expires_at`;
-
-/** The insert below, its values as placeholders in `KEY_COLUMNS` order, then `now`. */
-const insertKeyStatement = sql<{ lookup: string }>`
+/** The insert below, its values as placeholders in `KEY_COLUMNS` order, then the oldest kept time. */
+const insertKeyStatement = sql<{ created_at: string }>`
     insert into idempotency_keys (${sql.raw(KEY_COLUMN_LIST)})
-    values (${''}, ${''}, ${''}, ${''}, ${''}, ${''})
-    ${sql.raw(REPLACE_ROW)}
-    where idempotency_keys.expires_at <= ${''}
-    returning lookup`;
+    values (${''}, ${''}, ${''}, ${''})
+    on conflict (lookup) do update set
+      fingerprint = excluded.fingerprint, result = excluded.result, created_at = excluded.created_at
+    where idempotency_keys.created_at <= ${''}
+    returning created_at`;
 /** Its SQL per dialect (by adapter class), compiled once. */
 const insertKeySql = new Map<unknown, string>();
 
@@ -71,7 +74,9 @@ export async function insertCommittedKey(
     text = insertKeyStatement.compile(trx).sql;
     insertKeySql.set(dialect, text);
   }
-  const inserted = await trx.executeQuery(CompiledQuery.raw(text, [...rowValues(row), now]));
+  const inserted = await trx.executeQuery(
+    CompiledQuery.raw(text, [...rowValues(row), keptSince(now)]),
+  );
   return inserted.rows.length > 0;
 }
 
@@ -94,7 +99,7 @@ const placeholders = (n: number, each: string) => Array.from({ length: n }, () =
 
 const keyRowsText = textPerCount(
   (n) =>
-    `select lookup, expires_at from idempotency_keys where lookup in (${placeholders(n, '?')})`,
+    `select lookup, created_at from idempotency_keys where lookup in (${placeholders(n, '?')})`,
 );
 
 /**
@@ -107,19 +112,19 @@ export async function groupKeyRows(
   trx: Kysely<Database>,
   keys: readonly { lookup: string; at: Date }[],
 ): Promise<GroupKeyRows> {
-  const found = await trx.executeQuery<{ lookup: string; expires_at: string }>(
+  const found = await trx.executeQuery<{ lookup: Uint8Array; created_at: string }>(
     CompiledQuery.raw(
       keyRowsText(keys.length),
-      keys.map((key) => key.lookup),
+      keys.map((key) => lookupBytes(key.lookup)),
     ),
   );
   const rows = { live: new Set<string>(), expired: [] as string[] };
   if (found.rows.length === 0) return rows;
-  const expiry = new Map(found.rows.map((row) => [row.lookup, row.expires_at]));
+  const created = new Map(found.rows.map((row) => [hexOf(row.lookup), row.created_at]));
   for (const { lookup, at } of keys) {
-    const expires = expiry.get(lookup);
-    if (expires === undefined) continue;
-    if (expires > at.toISOString()) rows.live.add(lookup);
+    const createdAt = created.get(lookup);
+    if (createdAt === undefined) continue;
+    if (Date.parse(createdAt) + IDEMPOTENCY_KEY_TTL_MS > at.getTime()) rows.live.add(lookup);
     else rows.expired.push(lookup);
   }
   return rows;
@@ -135,7 +140,7 @@ const insertKeysText = textPerCount(
  * commit's read of its keys, a stretch of the SQLite purge). Both are rare
  * next to the writes, so the statement is built each time.
  */
-async function deleteKeys(db: Kysely<Database>, lookups: readonly string[]): Promise<void> {
+async function deleteKeys(db: Kysely<Database>, lookups: readonly Uint8Array[]): Promise<void> {
   if (lookups.length > 0)
     await db.deleteFrom('idempotency_keys').where('lookup', 'in', lookups).execute();
 }
@@ -153,18 +158,14 @@ export async function insertCommittedKeys(
   rows: readonly IdempotencyKeyTable[],
   expired: readonly string[],
 ): Promise<void> {
-  await deleteKeys(trx, expired);
+  await deleteKeys(trx, expired.map(lookupBytes));
   await trx.executeQuery(CompiledQuery.raw(insertKeysText(rows.length), rows.flatMap(rowValues)));
 }
 
-/** What each column of a key's row may hold, so that it can be written into SQL text. */
-const LITERAL_PATTERNS: Record<keyof IdempotencyKeyTable, RegExp> = {
-  lookup: /^(?:[0-9a-f]{12})?[0-9a-f]{64}$/,
-  owner: /^[a-z_]+:[0-9A-Za-z_]+$/,
-  fingerprint: /^[0-9a-f]{64}$/,
+/** What the text columns of a key's row may hold, so that they can be written into SQL text. */
+const LITERAL_PATTERNS = {
   result: /^\.?[0-9A-Za-z+/=]*$/, // base64, unsealed ones after a dot (JSON ones: `JSON_RESULT`)
   created_at: /^[0-9TZ:.+-]+$/,
-  expires_at: /^[0-9TZ:.+-]+$/,
 };
 
 /**
@@ -184,6 +185,9 @@ const literal = (column: keyof typeof LITERAL_PATTERNS, value: string | null): s
   return `'${value}'`;
 };
 
+/** Bytes as a literal: hex digits only, decoded by the server. */
+const bytesLiteral = (bytes: Uint8Array): string => `decode('${hexOf(bytes)}', 'hex')`;
+
 /**
  * `insertCommittedKey` as parameterless SQL, for PostgreSQL to send with the
  * write's commit (`inSharedProjectTransaction`): a plain insert, so that any
@@ -192,15 +196,20 @@ const literal = (column: keyof typeof LITERAL_PATTERNS, value: string | null): s
  * `explain` (`deleteExpiredKey`) and the write runs again; a delete of it in
  * front of every insert cost PostgreSQL about as much as the insert itself
  * (its plan is made anew each time). Every value is checked against what its
- * column can hold (hex hashes, base64 or JSON, ISO times, an owner of ids)
- * before it is written into the text.
+ * column can hold (bytes as hex, base64 or JSON, an ISO time) before it is
+ * written into the text.
  */
 export function committedKeyStatement(row: IdempotencyKeyTable): string {
-  const values = KEY_COLUMNS.map((column) => literal(column, row[column]));
+  const values = [
+    bytesLiteral(row.lookup),
+    bytesLiteral(row.fingerprint),
+    literal('result', row.result),
+    literal('created_at', row.created_at),
+  ];
   return `insert into idempotency_keys (${KEY_COLUMN_LIST}) values (${values.join(', ')})`;
 }
 
-/** Removes the row of `lookup` if it expired before `now`. */
+/** Removes the row of `lookup` if it is no longer kept at `now`. */
 export async function deleteExpiredKey(
   db: Kysely<Database>,
   lookup: string,
@@ -208,38 +217,39 @@ export async function deleteExpiredKey(
 ): Promise<void> {
   await db
     .deleteFrom('idempotency_keys')
-    .where('lookup', '=', lookup)
-    .where('expires_at', '<=', now)
+    .where('lookup', '=', lookupBytes(lookup))
+    .where('created_at', '<=', keptSince(now))
     .execute();
 }
 
 /**
- * SQLite, whose table has no index on `expires_at` (migration 016): of the
- * `limit` rows after `after` in `lookup` order (its primary key), deletes
- * those expired at `now`; how many went, and the last lookup of the stretch
- * (null once the table has no rows after `after`). A purge walks the whole
- * table so, a stretch at a time.
+ * SQLite, whose table has no index on `created_at` (migrations 016, 017): of
+ * the `limit` rows after `after` in `lookup` order (its primary key), deletes
+ * those no longer kept at `now`; how many went, and the last lookup of the
+ * stretch (null once the table has no rows after `after`). A purge walks the
+ * whole table so, a stretch at a time, from an empty `after`.
  */
 export async function sweepExpiredKeys(
   db: Kysely<Database>,
-  after: string,
+  after: Uint8Array,
   now: string,
   limit: number,
-): Promise<{ purged: number; last: string | null }> {
+): Promise<{ purged: number; last: Uint8Array | null }> {
   const stretch = await db
     .selectFrom('idempotency_keys')
-    .select(['lookup', 'expires_at'])
+    .select(['lookup', 'created_at'])
     .where('lookup', '>', after)
     .orderBy('lookup')
     .limit(limit)
     .execute();
   if (stretch.length === 0) return { purged: 0, last: null };
-  const expired = stretch.filter((row) => row.expires_at <= now).map((row) => row.lookup);
+  const since = keptSince(now);
+  const expired = stretch.filter((row) => row.created_at <= since).map((row) => row.lookup);
   await deleteKeys(db, expired);
   return { purged: expired.length, last: stretch[stretch.length - 1]!.lookup };
 }
 
-/** Removes keys that expired before `now`, at most `limit` at a time; how many went (PostgreSQL, by its index). */
+/** Removes keys no longer kept at `now`, at most `limit` at a time; how many went (PostgreSQL, by its index). */
 export async function deleteExpiredKeys(
   db: Kysely<Database>,
   now: string,
@@ -248,7 +258,7 @@ export async function deleteExpiredKeys(
   const expired = db
     .selectFrom('idempotency_keys')
     .select('lookup')
-    .where('expires_at', '<=', now)
+    .where('created_at', '<=', keptSince(now))
     .limit(limit);
   const result = await db
     .deleteFrom('idempotency_keys')

@@ -40,12 +40,13 @@ import {
   insertCommittedKey,
   insertCommittedKeys,
   groupKeyRows,
+  hexOf,
+  lookupBytes,
   sweepExpiredKeys,
   type StoredKey,
 } from './idempotency.repo.js';
 
-/** How long a key is remembered after its write committed. */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+export { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.repo.js';
 /** How long a repeat waits for an earlier request with its key on this instance before `409`. */
 const WAIT_FOR_EARLIER_MS = 5_000;
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
@@ -157,7 +158,6 @@ function resultCodec(
     return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
   };
   return {
-    owner,
     /** Whether the key is checked at the write's commit (`ClaimOptions.atCommit`). */
     atCommit,
     /** The n-th id of `kind` of a request under this key: the same on every attempt. */
@@ -290,12 +290,10 @@ class KeyClaim implements WriteClaim {
 
   recordRow(value: unknown): IdempotencyKeyTable {
     return {
-      lookup: this.lookup,
-      owner: this.codec.owner,
-      fingerprint: this.fingerprint,
+      lookup: lookupBytes(this.lookup),
+      fingerprint: Buffer.from(this.fingerprint, 'hex'),
       result: this.codec.seal(value, this.createdAt),
       created_at: this.createdAt,
-      expires_at: new Date(this.at.getTime() + IDEMPOTENCY_KEY_TTL_MS).toISOString(),
     };
   }
 
@@ -326,7 +324,7 @@ class KeyClaim implements WriteClaim {
       if (unique) await deleteExpiredKey(db.kysely, this.lookup, now).catch(() => undefined);
       return taken ? inProgress() : error;
     }
-    if (other.fingerprint !== this.fingerprint) return reused();
+    if (hexOf(other.fingerprint) !== this.fingerprint) return reused();
     return atCommit
       ? new CommittedEarlier(this.codec.open(other.result, other.created_at).value)
       : inProgress();
@@ -358,7 +356,12 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
       options: ClaimOptions = {},
     ): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
-      const fingerprint = sha256(request.method, request.url, JSON.stringify(request.body ?? null));
+      // Hex of SHA-256's first 16 bytes: what the key's row keeps (migration 017).
+      const fingerprint = sha256(
+        request.method,
+        request.url,
+        JSON.stringify(request.body ?? null),
+      ).slice(0, 32);
       /** Takes the claim, this instance's other requests with the key done. */
       const take = (): Claimed | Promise<Claimed> => {
         let settle!: () => void;
@@ -371,7 +374,7 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
           if (handling.get(lookup) === mine) handling.delete(lookup);
         };
         const make = (stored: StoredKey | undefined): Claimed => {
-          if (stored && stored.fingerprint !== fingerprint) throw reused();
+          if (stored && hexOf(stored.fingerprint) !== fingerprint) throw reused();
           const at = stored ? new Date(stored.created_at) : clock.now();
           claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, replayed, deps);
           return { claim, done };
@@ -413,7 +416,7 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
       const now = clock.now().toISOString();
       let purged = 0;
       if (db.dialect === 'sqlite') {
-        for (let after = ''; ;) {
+        for (let after: Uint8Array = Buffer.alloc(0); ;) {
           const stretch = await sweepExpiredKeys(db.kysely, after, now, batch);
           purged += stretch.purged;
           if (stretch.last === null) return purged;
