@@ -94,20 +94,24 @@ export function registerIdempotency(
     if (!UNSAFE_METHODS.has(request.method)) return next();
     const key = request.headers['idempotency-key'];
     if (key === undefined) return next();
-    let claimed: Claimed | Promise<Claimed>;
-    try {
-      if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
-        throw new AppError(
+    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+      return next(
+        new AppError(
           'validation_error',
           'Idempotency-Key must be 16 to 64 visible ASCII characters, new for each request',
           [{ field: 'Idempotency-Key', issue: 'invalid' }],
-        );
-      }
-      if (!request.principal) return next();
+        ),
+      );
+    }
+    if (!request.principal) return next();
+    const principal = request.principal;
+    let claimed: Claimed | Promise<Claimed>;
+    // Only the claim's own failures are caught here: what `next` runs reports its own.
+    try {
       const config = request.routeOptions.config;
       claimed = idempotency.claim(
         {
-          owner: ownerOf(request.principal),
+          owner: ownerOf(principal),
           key,
           method: request.method,
           url: request.url,
