@@ -140,11 +140,7 @@ const SHAPED_PREFIX = '~@';
 function resultCodec(
   request: KeyedRequest,
   lookup: string,
-  {
-    inClear,
-    shape,
-    atCommit,
-  }: { inClear: boolean; shape: ResultShape | undefined; atCommit: boolean },
+  { inClear, shape }: { inClear: boolean; shape: ResultShape | undefined },
 ) {
   const { key, owner, body, url } = request;
   // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
@@ -158,8 +154,6 @@ function resultCodec(
     return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
   };
   return {
-    /** Whether the key is checked at the write's commit (`ClaimOptions.atCommit`). */
-    atCommit,
     /** The n-th id of `kind` of a request under this key: the same on every attempt. */
     idBytes: (kind: string, n: number) =>
       createHmac('sha512', derived().subarray(32)).update(`${kind}:${n}`).digest(),
@@ -260,6 +254,8 @@ class KeyClaim implements WriteClaim {
   private ids: Map<string, number> | null = null;
   private readonly codec: ReturnType<typeof resultCodec>;
   private readonly createdAt: string;
+  /** The key is checked at the write's commit (`ClaimOptions.atCommit`). */
+  private readonly atCommit: boolean;
 
   constructor(
     readonly lookup: string,
@@ -276,8 +272,8 @@ class KeyClaim implements WriteClaim {
     this.codec = resultCodec(request, lookup, {
       inClear: options.resultInClear === true,
       shape: options.resultShape,
-      atCommit: options.atCommit === true,
     });
+    this.atCommit = options.atCommit === true;
     this.committed = stored ? this.codec.open(stored.result, stored.created_at) : null;
   }
 
@@ -312,7 +308,7 @@ class KeyClaim implements WriteClaim {
     // the state the first one left, or its key's insert).
     const taken = error instanceof KeyTaken;
     const unique = driverErrorKind(error) === 'unique_violation';
-    const atCommit = this.codec.atCommit;
+    const { atCommit } = this;
     if (!atCommit && !taken && !unique) return error;
     const { db, clock } = this.deps;
     const now = clock.now().toISOString();
