@@ -104,14 +104,13 @@ export function registerIdempotency(
       );
     }
     if (!request.principal) return next();
-    const principal = request.principal;
     let claimed: Claimed | Promise<Claimed>;
     // Only the claim's own failures are caught here: what `next` runs reports its own.
     try {
       const config = request.routeOptions.config;
       claimed = idempotency.claim(
         {
-          owner: ownerOf(principal),
+          owner: ownerOf(request.principal),
           key,
           method: request.method,
           url: request.url,

@@ -46,7 +46,6 @@ import {
   type StoredKey,
 } from './idempotency.repo.js';
 
-export { IDEMPOTENCY_KEY_TTL_MS } from './idempotency.repo.js';
 /** How long a repeat waits for an earlier request with its key on this instance before `409`. */
 const WAIT_FOR_EARLIER_MS = 5_000;
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
