@@ -11,6 +11,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -50,6 +51,10 @@ same load, and the ratio is printed.
                      at the same time; for a machine too busy for valgrind
   --backend=B        sqlite (default) or postgres (a database of its own per
                      checkout on DATABASE_URL's server, dropped afterwards)
+  --keep             keep the work directory: each counted repetition's
+                     callgrind dump, named <checkout>-callgrind/<scenario>.<rep>.callgrind,
+                     for callgrind_annotate (where the instructions went,
+                     SQLite's and V8's C++ functions by name)
 
 Scenario filters are substrings of npm run bench's HTTP scenario ids
 (default: list-secrets list-secrets-304 read-secret write-secret write-secret-keyed).
@@ -68,7 +73,7 @@ const DEFAULT_IN_FLIGHT = 4;
 function parse(argv: string[]) {
   const { flags, filters } = parseFlags(
     argv,
-    ['baseline', 'requests', 'warmup', 'reps', 'in-flight', 'log-level', 'backend', 'cpu'],
+    ['baseline', 'requests', 'warmup', 'reps', 'in-flight', 'log-level', 'backend', 'cpu', 'keep'],
     USAGE,
   );
   const count = (name: string, fallback: number) => {
@@ -86,6 +91,7 @@ function parse(argv: string[]) {
   return {
     backend: backend as Backend['name'],
     cpu: flags.has('cpu'),
+    keep: flags.has('keep'),
     baseline: baseline ? resolve(baseline) : null,
     requests: count('requests', 3000),
     warmup: count('warmup', 8000),
@@ -160,6 +166,9 @@ process.exit(0);`;
 
 /** A server of one checkout running under callgrind, counters controlled with callgrind_control. */
 class CountedServer {
+  /** Counted repetitions so far, by scenario id: their dumps' numbers. */
+  private readonly dumps = new Map<string, number>();
+
   private constructor(
     readonly checkout: Checkout,
     private readonly child: ChildProcess,
@@ -278,7 +287,13 @@ class CountedServer {
         await new Promise((r) => setTimeout(r, 200)); // written by now
         const text = readFileSync(join(this.outDir, dump), 'utf8');
         const total = /^(?:summary|totals): (\d+)/m.exec(text);
-        if (total) return Number(total[1]) / n;
+        if (total) {
+          // Named for its scenario, for callgrind_annotate once kept (--keep).
+          const rep = (this.dumps.get(scenario.id) ?? 0) + 1;
+          this.dumps.set(scenario.id, rep);
+          renameSync(join(this.outDir, dump), join(this.outDir, `${scenario.id}.${rep}.callgrind`));
+          return Number(total[1]) / n;
+        }
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -343,5 +358,6 @@ console.log(
 );
 for (const row of rows) console.log(row);
 if (options.baseline) console.log(`baseline: ${options.baseline}`);
-rmSync(workDir, { recursive: true, force: true });
+if (options.keep) say(`callgrind dumps kept in ${workDir}`);
+else rmSync(workDir, { recursive: true, force: true });
 process.exit(0);

@@ -16,6 +16,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The idempotency claim this request's write runs under, if it sent a key. */
     writeClaim: WriteClaim | null;
+    /** A JSON body's bytes as they arrived: what a key's fingerprint covers. */
+    bodyBytes: Buffer | null;
   }
   interface FastifyContextConfig {
     /**
@@ -72,6 +74,7 @@ export function registerIdempotency(
   { idempotency }: { idempotency: Pick<IdempotencyService, 'claim'> },
 ): void {
   app.decorateRequest('writeClaim', null);
+  keepBodyBytes(app);
 
   /** With the claim taken: the rest of the request's handling runs under it. */
   const proceed = (
@@ -115,6 +118,7 @@ export function registerIdempotency(
           method: request.method,
           url: request.url,
           body: request.body,
+          bodyBytes: request.bodyBytes,
         },
         () => reply.header(REPLAYED_HEADER, 'true'),
         {
@@ -143,6 +147,25 @@ export function registerIdempotency(
 }
 
 /**
+ * Parses JSON bodies as Fastify does (the same errors, the same refusal of
+ * `__proto__` and `constructor` keys), and keeps the bytes on the request: a
+ * keyed write's fingerprint is a hash of those, which spares it serializing
+ * the parsed body again (a secret's ciphertext, a kilobyte or more, escaped
+ * character by character).
+ */
+function keepBodyBytes(app: FastifyInstance): void {
+  const { onProtoPoisoning = 'error', onConstructorPoisoning = 'error' } = app.initialConfig;
+  const parseJson = app.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning);
+  app.decorateRequest('bodyBytes', null);
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    request.bodyBytes = body as Buffer;
+    // Fastify's own parser reads a Buffer as it reads the string it is usually given.
+    parseJson(request, body as unknown as string, done);
+  });
+}
+
+/**
  * Documents the header on every unsafe operation of the OpenAPI document, with
  * the answers it adds (`409 request_in_progress`, `422 idempotency_key_reused`)
  * and the `Idempotent-Replayed` header of a repeat's answer.
@@ -160,7 +183,7 @@ export function documentIdempotency<T>(document: T): T {
         in: 'header',
         required: false,
         description:
-          'A key the client generates for this write (16 to 64 visible ASCII characters, e.g. a UUID) and sends again when it retries it. For 24 hours a repeat with the same credential, method, URL and body is not executed again: it is answered as the first was, with `Idempotent-Replayed: true`. The same key with another request is `422 idempotency_key_reused`; a repeat while the first is still being handled waits for it, or answers `409 request_in_progress`. Ignored on requests without a credential (sign-up, log-in).',
+          'A key the client generates for this write (16 to 64 visible ASCII characters, e.g. a UUID) and sends again when it retries it. For 24 hours a repeat with the same credential, method, URL and body (compared as sent, byte for byte) is not executed again: it is answered as the first was, with `Idempotent-Replayed: true`. The same key with another request is `422 idempotency_key_reused`; a repeat while the first is still being handled waits for it, or answers `409 request_in_progress`. Ignored on requests without a credential (sign-up, log-in).',
         schema: { type: 'string', minLength: 16, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' },
       });
     }

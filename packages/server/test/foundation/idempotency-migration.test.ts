@@ -113,5 +113,37 @@ for (const dialect of DIALECTS) {
       );
       await migrateToLatest(t.db);
     });
+
+    it("a key stored before fingerprints covered the body's bytes: a repeat sent as bytes still matches", async () => {
+      // Until 2026-11-28 the fingerprint hashed the parsed body serialized
+      // again; now it hashes the bytes as sent. A client that spaced its JSON
+      // otherwise, retrying across that upgrade, must find its result.
+      const key = newIdempotencyKey(Date.parse('2026-12-24T09:45:00.000Z'));
+      const body = { name: 'thing', count: 2 };
+      const old = oldRow(key, body, '~{"id":"thg_3","count":2}', '2026-12-24T09:45:00.000Z');
+      await t.db.kysely
+        .insertInto('idempotency_keys')
+        .values({
+          lookup: Buffer.from(old.lookup, 'hex'),
+          fingerprint: Buffer.from(old.fingerprint, 'hex').subarray(0, 16),
+          result: old.result,
+          created_at: old.created_at,
+        })
+        .execute();
+      const service = idempotencyService({ db: t.db, clock: clock as never });
+      const sent = (value: unknown) => ({
+        ...request(key, value),
+        bodyBytes: Buffer.from(JSON.stringify(value, null, 2)),
+      });
+      const { claim, done } = await service.claim(sent(body), () => undefined, {
+        resultInClear: true,
+      });
+      assert.deepEqual(claim.committed, { value: { id: 'thg_3', count: 2 } });
+      done();
+      await assert.rejects(
+        Promise.resolve(service.claim(sent({ ...body, count: 3 }), () => undefined)),
+        /idempotency_key_reused|another method, URL or body/,
+      );
+    });
   });
 }

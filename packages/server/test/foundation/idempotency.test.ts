@@ -326,6 +326,40 @@ for (const dialect of DIALECTS) {
       assert.equal(other.statusCode, 404, other.body);
     });
 
+    it('a repeat is compared by its bytes: the same JSON written otherwise is another request', async () => {
+      const env = project.env.development.id;
+      const url = secretPath(env, 'BYTES');
+      const value = { value: envelope(project, env, 'BYTES', 'v') };
+      const key = newKey();
+      const sendText = (payload: string) =>
+        t.request({
+          method: 'PUT',
+          url,
+          headers: {
+            ...project.admin.headers,
+            'content-type': 'application/json',
+            'idempotency-key': key,
+          },
+          payload,
+        });
+      const spaced = JSON.stringify(value, null, 2);
+      const first = await sendText(spaced);
+      assert.equal(first.statusCode, 201, first.body);
+      const repeat = await sendText(spaced);
+      assert.deepEqual(answerOf(repeat), answerOf(first));
+      assert.equal(repeat.headers['idempotent-replayed'], 'true');
+      const compact = await sendText(JSON.stringify(value));
+      assert.equal(compact.statusCode, 422, compact.body);
+      assert.equal(
+        (compact.data as { error: { code: string } }).error.code,
+        'idempotency_key_reused',
+      );
+      assert.equal(await versionsOf(env, 'BYTES'), 1);
+      // Bodies are parsed as before: a `__proto__` key is refused.
+      const poisoned = await sendText('{"__proto__": {"x": 1}, "value": "v"}');
+      assert.equal(poisoned.statusCode, 400, poisoned.body);
+    });
+
     it('sent concurrently (ten at once): executed once, every answer identical', async () => {
       const env = project.env.staging.id;
       const body = { value: envelope(project, env, 'RACE', 'v') };

@@ -1,6 +1,7 @@
 import {
   createCipheriv,
   createDecipheriv,
+  createHash,
   createHmac,
   hash as digest,
   randomBytes,
@@ -58,7 +59,10 @@ export interface KeyedRequest {
   key: string;
   method: string;
   url: string;
+  /** The parsed body. */
   body: unknown;
+  /** A JSON body's bytes as they arrived, when it had one. */
+  bodyBytes?: Uint8Array | null;
 }
 
 /** How a route's keyed requests are claimed (its `idempotency…` config, http/idempotency.ts). */
@@ -72,6 +76,34 @@ export interface ClaimOptions {
 }
 
 const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'hex');
+
+/**
+ * What a key's row keeps of its request (migration 017): the first 16 bytes
+ * of SHA-256 over the method, the URL and the body's bytes as they arrived,
+ * in hex. A repeat is the same request byte for byte, as a client that
+ * resends what it sent gives it; a body that is parsed but was not sent as
+ * bytes (none in practice: JSON is the only body type) is serialized.
+ */
+function fingerprintOf({ method, url, body, bodyBytes }: KeyedRequest): string {
+  return createHash('sha256')
+    .update(`${method}\u0000${url}\u0000`)
+    .update(bodyBytes ?? JSON.stringify(body ?? null))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/**
+ * Whether a stored fingerprint is `request`'s (`fingerprint`, `fingerprintOf`
+ * it). Rows stored before fingerprints covered the body's bytes (2026-11-28)
+ * hold a hash of the parsed body serialized again: a repeat sent across that
+ * upgrade, within its key's 24 hours, still matches its row.
+ */
+function sameRequest(stored: Uint8Array, fingerprint: string, request: KeyedRequest): boolean {
+  const hex = hexOf(stored);
+  if (hex === fingerprint) return true;
+  if (!request.bodyBytes) return false;
+  return hex === fingerprintOf({ ...request, bodyBytes: null });
+}
 
 /**
  * A key that starts with the time it was made: 12 hex digits of Unix
@@ -261,7 +293,7 @@ class KeyClaim implements WriteClaim {
     private readonly fingerprint: string,
     /** The instant the request is handled at: the first attempt's, for a repeat. */
     readonly at: Date,
-    request: KeyedRequest,
+    private readonly request: KeyedRequest,
     options: ClaimOptions,
     stored: StoredKey | undefined,
     readonly replayed: () => void,
@@ -319,7 +351,7 @@ class KeyClaim implements WriteClaim {
       if (unique) await deleteExpiredKey(db.kysely, this.lookup, now).catch(() => undefined);
       return taken ? inProgress() : error;
     }
-    if (hexOf(other.fingerprint) !== this.fingerprint) return reused();
+    if (!sameRequest(other.fingerprint, this.fingerprint, this.request)) return reused();
     return atCommit
       ? new CommittedEarlier(this.codec.open(other.result, other.created_at).value)
       : inProgress();
@@ -351,12 +383,7 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
       options: ClaimOptions = {},
     ): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
-      // Hex of SHA-256's first 16 bytes: what the key's row keeps (migration 017).
-      const fingerprint = sha256(
-        request.method,
-        request.url,
-        JSON.stringify(request.body ?? null),
-      ).slice(0, 32);
+      const fingerprint = fingerprintOf(request);
       /** Takes the claim, this instance's other requests with the key done. */
       const take = (): Claimed | Promise<Claimed> => {
         let settle!: () => void;
@@ -369,7 +396,7 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
           if (handling.get(lookup) === mine) handling.delete(lookup);
         };
         const make = (stored: StoredKey | undefined): Claimed => {
-          if (stored && hexOf(stored.fingerprint) !== fingerprint) throw reused();
+          if (stored && !sameRequest(stored.fingerprint, fingerprint, request)) throw reused();
           const at = stored ? new Date(stored.created_at) : clock.now();
           claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, replayed, deps);
           return { claim, done };
