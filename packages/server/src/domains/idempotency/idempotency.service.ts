@@ -93,10 +93,12 @@ function fingerprintOf({ method, url, body, bodyBytes }: KeyedRequest): string {
 }
 
 /**
- * Whether a stored fingerprint is `request`'s (`fingerprint`, `fingerprintOf`
- * it). Rows stored before fingerprints covered the body's bytes (2026-11-28)
- * hold a hash of the parsed body serialized again: a repeat sent across that
- * upgrade, within its key's 24 hours, still matches its row.
+ * Whether a stored fingerprint is that of `request`, whose own is
+ * `fingerprint`. Rows stored before fingerprints covered the body's bytes
+ * (2026-11-28) hold a hash of the parsed body serialized again: a repeat sent
+ * across that upgrade, within its key's 24 hours, still matches its row. The
+ * check also lets through a repeat whose body is the same JSON written
+ * otherwise when the first attempt's was compact, which is the same request.
  */
 function sameRequest(stored: Uint8Array, fingerprint: string, request: KeyedRequest): boolean {
   const hex = hexOf(stored);
