@@ -23,7 +23,7 @@ import {
   UNCAPPED_RATE_LIMITS,
   type Backend,
 } from './lib/environment.js';
-import { newIdempotencyKey } from '@coffer/sdk';
+import { idempotencyKeys } from './lib/keys.js';
 import { parseFlags } from './lib/options.js';
 import { serverNodeFlags } from './lib/node-flags.js';
 import { freePort } from './lib/processes.js';
@@ -259,6 +259,7 @@ class CountedServer {
     if (counted && !options.cpu) this.control('-z');
     const cpuBefore = this.cpuNs();
     let next = 0;
+    const newKey = idempotencyKeys();
     const worker = async () => {
       while (next < n) {
         const variant = variants[next++ % variants.length]!;
@@ -267,7 +268,7 @@ class CountedServer {
           path: variant.path,
           // A new key per request, as the SDK sends with every write.
           headers: plan.idempotencyKeys
-            ? { ...plan.headers, 'idempotency-key': newIdempotencyKey() }
+            ? { ...plan.headers, 'idempotency-key': newKey() }
             : plan.headers,
           ...(variant.body !== undefined ? { body: variant.body } : {}),
         });

@@ -3,7 +3,7 @@
 // over IPC; each plan is a warm-up run followed by the measured run.
 import autocannon from 'autocannon';
 import { createRequire } from 'node:module';
-import { newIdempotencyKey } from '@coffer/sdk';
+import { idempotencyKeys } from './lib/keys.js';
 import type { LoadPlan, LoadResult } from './lib/load.js';
 
 // A 304 never has a body (RFC 9110 §15.4.5), whatever Content-Length says. Real
@@ -28,6 +28,7 @@ Object.defineProperty(HTTPParser.prototype, HTTPParser.kOnHeadersComplete, {
 function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
   const variants = plan.variants;
   let next = 0;
+  const newKey = plan.idempotencyKeys ? idempotencyKeys() : null;
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -46,13 +47,9 @@ function run(plan: LoadPlan, seconds: number): Promise<autocannon.Result> {
                   const variant = variants[next++ % variants.length]!;
                   req.path = variant.path;
                   if (variant.body !== undefined) req.body = variant.body;
-                  // A new key per request, as the SDK sends with every write.
-                  if (plan.idempotencyKeys) {
-                    req.headers = {
-                      ...req.headers,
-                      'idempotency-key': newIdempotencyKey(),
-                    };
-                  }
+                  // A new key per request, as the SDK sends with every write
+                  // (`req.headers` is autocannon's copy for this request).
+                  if (newKey) req.headers!['idempotency-key'] = newKey();
                   return req;
                 },
               },
