@@ -24,6 +24,7 @@ import {
 import { ErrorEnvelope } from './http/schemas.js';
 import { registerParameterCoercion } from './http/validation.js';
 import { registerTextCheck } from './http/text.js';
+import { registerJsonBodies } from './http/json-body.js';
 import { healthRoutes } from './domains/health/health.routes.js';
 import { docsRoutes } from './domains/docs/docs.routes.js';
 import { dashboardRoutes } from './domains/dashboard/dashboard.routes.js';
@@ -159,7 +160,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   countAnonymous = pipeline.countAnonymous;
   registerIdempotency(app, parts);
   // JSON is the only request body type; anything else is 415.
-  app.removeContentTypeParser('text/plain');
+  registerJsonBodies(app);
 
   // Every route documents the Form A error body for its failures.
   app.addHook('onRoute', (route) => {

@@ -16,8 +16,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The idempotency claim this request's write runs under, if it sent a key. */
     writeClaim: WriteClaim | null;
-    /** A JSON body's bytes as they arrived: what a key's fingerprint covers. */
-    bodyBytes: Buffer | null;
   }
   interface FastifyContextConfig {
     /**
@@ -74,7 +72,6 @@ export function registerIdempotency(
   { idempotency }: { idempotency: Pick<IdempotencyService, 'claim'> },
 ): void {
   app.decorateRequest('writeClaim', null);
-  keepBodyBytes(app);
 
   /** With the claim taken: the rest of the request's handling runs under it. */
   const proceed = (
@@ -118,6 +115,7 @@ export function registerIdempotency(
           method: request.method,
           url: request.url,
           body: request.body,
+          // Kept by the JSON parser (http/json-body.ts).
           bodyBytes: request.bodyBytes,
         },
         () => reply.header(REPLAYED_HEADER, 'true'),
@@ -143,25 +141,6 @@ export function registerIdempotency(
   // the route's own: a write's mark (`markProjectWrites`) is taken inside the claim.
   app.addHook('onRoute', (route) => {
     if (servesWrites(route)) route.preHandler = [claimKey, ...hooksOf(route.preHandler)];
-  });
-}
-
-/**
- * Parses JSON bodies as Fastify does (the same errors, the same refusal of
- * `__proto__` and `constructor` keys), and keeps the bytes on the request: a
- * keyed write's fingerprint is a hash of those, which spares it serializing
- * the parsed body again (a secret's ciphertext, a kilobyte or more, escaped
- * character by character).
- */
-function keepBodyBytes(app: FastifyInstance): void {
-  const { onProtoPoisoning = 'error', onConstructorPoisoning = 'error' } = app.initialConfig;
-  const parseJson = app.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning);
-  app.decorateRequest('bodyBytes', null);
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    request.bodyBytes = body as Buffer;
-    // Fastify's own parser reads a Buffer as it reads the string it is usually given.
-    parseJson(request, body as unknown as string, done);
   });
 }
 

@@ -79,23 +79,29 @@ const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'h
 
 /**
  * What a key's row keeps of its request (migration 017): the first 16 bytes
- * of SHA-256 over the method, the URL and the body's bytes as they arrived,
- * in hex. A repeat is the same request byte for byte, as a client that
- * resends what it sent gives it; a body that is parsed but was not sent as
- * bytes (none in practice: JSON is the only body type) is serialized.
+ * of SHA-256 over the method, the URL and `payload`, in hex. The payload is
+ * the body's bytes as they arrived: a repeat is the same request byte for
+ * byte, as a client that resends what it sent gives it.
  */
-function fingerprintOf({ method, url, body, bodyBytes }: KeyedRequest): string {
+function fingerprintOf({ method, url }: KeyedRequest, payload: Uint8Array | string): string {
   return createHash('sha256')
     .update(`${method}\u0000${url}\u0000`)
-    .update(bodyBytes ?? JSON.stringify(body ?? null))
+    .update(payload)
     .digest('hex')
     .slice(0, 32);
 }
 
 /**
+ * The parsed body serialized again: the payload of a body that was not sent
+ * as bytes (none in practice: JSON is the only body type, http/json-body.ts),
+ * and of every fingerprint stored before 2026-11-28.
+ */
+const reserialized = (request: KeyedRequest) => JSON.stringify(request.body ?? null);
+
+/**
  * Whether a stored fingerprint is that of `request`, whose own is
  * `fingerprint`. Rows stored before fingerprints covered the body's bytes
- * (2026-11-28) hold a hash of the parsed body serialized again: a repeat sent
+ * (2026-11-28) hold the fingerprint of the body `reserialized`: a repeat sent
  * across that upgrade, within its key's 24 hours, still matches its row. The
  * check also lets through a repeat whose body is the same JSON written
  * otherwise when the first attempt's was compact, which is the same request.
@@ -103,8 +109,7 @@ function fingerprintOf({ method, url, body, bodyBytes }: KeyedRequest): string {
 function sameRequest(stored: Uint8Array, fingerprint: string, request: KeyedRequest): boolean {
   const hex = hexOf(stored);
   if (hex === fingerprint) return true;
-  if (!request.bodyBytes) return false;
-  return hex === fingerprintOf({ ...request, bodyBytes: null });
+  return request.bodyBytes != null && hex === fingerprintOf(request, reserialized(request));
 }
 
 /**
@@ -385,7 +390,7 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
       options: ClaimOptions = {},
     ): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
-      const fingerprint = fingerprintOf(request);
+      const fingerprint = fingerprintOf(request, request.bodyBytes ?? reserialized(request));
       /** Takes the claim, this instance's other requests with the key done. */
       const take = (): Claimed | Promise<Claimed> => {
         let settle!: () => void;
