@@ -17,6 +17,7 @@ interface CpuProfile {
   nodes: Array<{
     id: number;
     callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
   }>;
   startTime: number;
   samples: number[];
@@ -62,19 +63,34 @@ function top(counts: Map<string, number>, total: number, n: number): HotSpot[] {
 type CallFrame = CpuProfile['nodes'][number]['callFrame'];
 
 /**
- * The samples of `profile` inside `window`: the function each was taken in and
- * the microseconds it stands for (the time until the next sample).
+ * The samples of `profile` inside `window`: the function each was taken in,
+ * the microseconds it stands for (the time until the next sample) and its
+ * stack, from that function out to the root (`stack` is computed when called).
  */
 function* samplesIn(
   profile: CpuProfile,
   window: Window,
-): Generator<{ frame: CallFrame; spanUs: number }> {
+): Generator<{ frame: CallFrame; spanUs: number; stack: () => CallFrame[] }> {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes)
+    for (const child of node.children ?? []) parents.set(child, node.id);
+  const stackOf = (id: number) => {
+    const frames: CallFrame[] = [];
+    for (let at: number | undefined = id; at !== undefined; at = parents.get(at))
+      frames.push(nodes.get(at)!);
+    return frames;
+  };
   let t = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     t += profile.timeDeltas[i]!;
     if (t < window.startUs || t > window.endUs) continue;
-    yield { frame: nodes.get(profile.samples[i]!)!, spanUs: profile.timeDeltas[i + 1] ?? 0 };
+    const id = profile.samples[i]!;
+    yield {
+      frame: nodes.get(id)!,
+      spanUs: profile.timeDeltas[i + 1] ?? 0,
+      stack: () => stackOf(id),
+    };
   }
 }
 
@@ -141,29 +157,48 @@ export interface ProfiledRun {
   requests: number;
 }
 
-/** Main-thread CPU µs per request, by function, of one profiled run (idle samples left out). */
-function microsPerRequest(run: ProfiledRun): { total: number; byFunction: Map<string, number> } {
-  const byFunction = new Map<string, number>();
+/**
+ * Main-thread CPU µs per request of one profiled run (idle samples left out):
+ * by function, its own time (`self`) and its time with everything it calls
+ * (`inclusive`, each sample counted once per function on its stack).
+ */
+function microsPerRequest(run: ProfiledRun): {
+  total: number;
+  self: Map<string, number>;
+  inclusive: Map<string, number>;
+} {
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
   let total = 0;
-  for (const { frame, spanUs } of samplesIn(readProfile(run.file), run.window)) {
+  for (const { frame, spanUs, stack } of samplesIn(readProfile(run.file), run.window)) {
     if (frame.functionName === '(idle)') continue;
     const name = functionName(frame);
-    byFunction.set(name, (byFunction.get(name) ?? 0) + spanUs);
+    self.set(name, (self.get(name) ?? 0) + spanUs);
+    for (const caller of new Set(stack().map(functionName)))
+      inclusive.set(caller, (inclusive.get(caller) ?? 0) + spanUs);
     total += spanUs;
   }
-  const perRequest = (us: number) => us / Math.max(1, run.requests);
+  const perRequest = (byFunction: Map<string, number>) =>
+    new Map([...byFunction].map(([name, us]) => [name, us / Math.max(1, run.requests)]));
   return {
-    total: perRequest(total),
-    byFunction: new Map([...byFunction].map(([name, us]) => [name, perRequest(us)])),
+    total: total / Math.max(1, run.requests),
+    self: perRequest(self),
+    inclusive: perRequest(inclusive),
   };
 }
 
 /**
  * A run against its baseline (a read against the bare route replaying the same
- * answer, a keyed write against a plain one): the main thread's busy µs per request of each, and the functions
- * whose own time per request differs most. Sampling, not counting: figures
- * under a microsecond are noise, and the sum is what the threads other than
- * the main one (GC helpers, libuv's pool) do not show.
+ * answer, a keyed write against a plain one): the main thread's busy µs per
+ * request of each, and the functions whose time per request differs most, by
+ * their own time and with what they call. The second finds work that is spread
+ * over many small functions (a keyed write's claim, its key's row). A
+ * function's inclusive time counts wherever it ran, so work resumed from a
+ * different place in the two runs (an await continued from a timer in one and
+ * from I/O in the other) still compares. Sampling, not counting: figures
+ * under a microsecond are noise, and so are differences of a few µs in
+ * functions both runs call alike; the threads other than the main one (GC
+ * helpers, libuv's pool) are not in the sum.
  */
 export function renderProfileComparison(
   label: string,
@@ -174,15 +209,20 @@ export function renderProfileComparison(
 ): string {
   const a = microsPerRequest(run);
   const b = microsPerRequest(base);
-  const names = new Set([...a.byFunction.keys(), ...b.byFunction.keys()]);
-  const rows = [...names]
-    .map((name) => ({ name, run: a.byFunction.get(name) ?? 0, base: b.byFunction.get(name) ?? 0 }))
-    .sort((x, y) => y.run - y.base - (x.run - x.base))
-    .slice(0, topN);
   const us = (x: number) => x.toFixed(1).padStart(7);
+  const differing = (mine: Map<string, number>, theirs: Map<string, number>, n: number) =>
+    [...new Set([...mine.keys(), ...theirs.keys()])]
+      .map((name) => ({ name, run: mine.get(name) ?? 0, base: theirs.get(name) ?? 0 }))
+      .sort((x, y) => y.run - y.base - (x.run - x.base))
+      .slice(0, n)
+      .map((r) => `  ${us(r.run)} ${us(r.base)} ${us(r.run - r.base)}  ${r.name}`);
+  const header = `  ${'this'.padStart(7)} ${'base'.padStart(7)} ${'diff'.padStart(7)}  function`;
   return [
     `Main-thread CPU per request — ${label}: ${a.total.toFixed(1)} µs against ${baseLabel} ${b.total.toFixed(1)} µs; the functions that differ most (µs per request):`,
-    `  ${'this'.padStart(7)} ${'base'.padStart(7)} ${'diff'.padStart(7)}  function`,
-    ...rows.map((r) => `  ${us(r.run)} ${us(r.base)} ${us(r.run - r.base)}  ${r.name}`),
+    header,
+    ...differing(a.self, b.self, topN),
+    `  … with what they call (inclusive):`,
+    header,
+    ...differing(a.inclusive, b.inclusive, topN),
   ].join('\n');
 }
