@@ -174,7 +174,9 @@ function microsPerRequest(run: ProfiledRun): {
     if (frame.functionName === '(idle)') continue;
     const name = functionName(frame);
     self.set(name, (self.get(name) ?? 0) + spanUs);
-    for (const caller of new Set(stack().map(functionName)))
+    // Every stack ends in `(root)`, whose inclusive time is `total` again.
+    const callers = stack().filter((caller) => caller.functionName !== '(root)');
+    for (const caller of new Set(callers.map(functionName)))
       inclusive.set(caller, (inclusive.get(caller) ?? 0) + spanUs);
     total += spanUs;
   }
