@@ -80,8 +80,9 @@ export function registerIdempotency(
     { claim, done }: Claimed,
     next: HookHandlerDoneFunction,
   ) => {
-    // Answered, or the connection gone: a repeat waiting on this instance goes on.
-    reply.raw.once('close', done);
+    // Answered, or the connection gone: a repeat waiting on this instance goes
+    // on. `done` may run twice, so `on`: `once` would wrap it for each request.
+    reply.raw.on('close', done);
     request.writeClaim = claim;
     // A route checking at commit passes the claim to its write itself.
     if (atCommit(request)) return next();

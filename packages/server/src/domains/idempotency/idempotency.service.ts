@@ -1,7 +1,6 @@
 import {
   createCipheriv,
   createDecipheriv,
-  createHash,
   createHmac,
   hash as digest,
   randomBytes,
@@ -41,7 +40,6 @@ import {
   insertCommittedKey,
   insertCommittedKeys,
   groupKeyRows,
-  hexOf,
   lookupBytes,
   sweepExpiredKeys,
   type StoredKey,
@@ -79,16 +77,17 @@ const sha256 = (...parts: string[]) => digest('sha256', parts.join('\u0000'), 'h
 
 /**
  * What a key's row keeps of its request (migration 017): the first 16 bytes
- * of SHA-256 over the method, the URL and `payload`, in hex. The payload is
- * the body's bytes as they arrived: a repeat is the same request byte for
- * byte, as a client that resends what it sent gives it.
+ * of SHA-256 over the method, the URL and `payload`. The payload is the
+ * body's bytes as they arrived: a repeat is the same request byte for byte,
+ * as a client that resends what it sent gives it. One call to the one-shot
+ * hash over the bytes put together: a `Hash` object (a stream, and a native
+ * object the collector must finalize) for each keyed write cost more.
  */
-function fingerprintOf({ method, url }: KeyedRequest, payload: Uint8Array | string): string {
-  return createHash('sha256')
-    .update(`${method}\u0000${url}\u0000`)
-    .update(payload)
-    .digest('hex')
-    .slice(0, 32);
+function fingerprintOf({ method, url }: KeyedRequest, payload: Uint8Array | string): Buffer {
+  const head = `${method}\u0000${url}\u0000`;
+  const bytes =
+    typeof payload === 'string' ? head + payload : Buffer.concat([Buffer.from(head), payload]);
+  return digest('sha256', bytes, 'buffer').subarray(0, 16);
 }
 
 /**
@@ -106,10 +105,9 @@ const reserialized = (request: KeyedRequest) => JSON.stringify(request.body ?? n
  * check also lets through a repeat whose body is the same JSON written
  * otherwise when the first attempt's was compact, which is the same request.
  */
-function sameRequest(stored: Uint8Array, fingerprint: string, request: KeyedRequest): boolean {
-  const hex = hexOf(stored);
-  if (hex === fingerprint) return true;
-  return request.bodyBytes != null && hex === fingerprintOf(request, reserialized(request));
+function sameRequest(stored: Uint8Array, fingerprint: Buffer, request: KeyedRequest): boolean {
+  if (fingerprint.equals(stored)) return true;
+  return request.bodyBytes != null && fingerprintOf(request, reserialized(request)).equals(stored);
 }
 
 /**
@@ -173,72 +171,96 @@ const SHAPED_PREFIX = '~@';
  * result repeats (a secret write's ciphertext; in clear also its name, its
  * environment's id and its time) are not stored, but taken from the repeat,
  * the same by its fingerprint; `at` is the first attempt's instant, as the
- * key's row keeps it. Opening reads every format, whatever `inClear`.
+ * key's row keeps it. Opening reads every format, whatever `inClear`. One
+ * per keyed request, so a class: its methods are shared, not closures made
+ * again for every request.
  */
-function resultCodec(
-  request: KeyedRequest,
-  lookup: string,
-  { inClear, shape }: { inClear: boolean; shape: ResultShape | undefined },
-) {
-  const { key, owner, body, url } = request;
-  // Both keys from one HMAC-SHA-512 keyed by the client's key (HKDF's extract
-  // step alone: the key is random), derived when first needed.
-  let keys: Buffer | null = null;
-  const derived = () =>
-    (keys ??= createHmac('sha512', key).update(`coffer idempotency\u0000${owner}`).digest());
-  const sealKey = () => derived().subarray(0, 32);
-  const restore = (lifted: Buffer) => {
+class ResultCodec {
+  /** Both keys, from one HMAC-SHA-512 keyed by the client's key (HKDF's extract step alone: the key is random). */
+  private keys: Buffer | null = null;
+  private readonly inClear: boolean;
+  private readonly shape: ResultShape | undefined;
+
+  constructor(
+    private readonly request: KeyedRequest,
+    private readonly lookup: string,
+    options: { inClear: boolean; shape: ResultShape | undefined },
+  ) {
+    this.inClear = options.inClear;
+    this.shape = options.shape;
+  }
+
+  /** Derived when first needed. */
+  private derived(): Buffer {
+    const { key, owner } = this.request;
+    return (this.keys ??= createHmac('sha512', key)
+      .update(`coffer idempotency\u0000${owner}`)
+      .digest());
+  }
+
+  private sealKey(): Buffer {
+    return this.derived().subarray(0, 32);
+  }
+
+  private restore(lifted: Buffer): { value: unknown } {
     const [value, refs] = deserialize(lifted) as [unknown, BodyRef[]];
-    return { value: restoreBodyStrings(value, refs, bodyStrings(body)) };
-  };
-  return {
-    /** The n-th id of `kind` of a request under this key: the same on every attempt. */
-    idBytes: (kind: string, n: number) =>
-      createHmac('sha512', derived().subarray(32)).update(`${kind}:${n}`).digest(),
-    seal(value: unknown, at: string): string | null {
-      if (inClear) {
-        const strings = requestStrings(body, url, at);
-        const values = shape && toShaped(value, shape);
-        const shaped = values && toClearJson(values, strings, SHAPED_MARK);
-        if (shaped) return `${SHAPED_PREFIX}${shape!.name}${shaped}`;
-        const json = toClearJson(value, strings);
-        if (json !== null) return JSON_PREFIX + json;
-      }
-      let plain: Buffer;
-      try {
-        const lifted = liftBodyStrings(value, bodyStrings(body));
-        plain = serialize([lifted.value, lifted.refs]);
-      } catch {
-        return null; // not cloneable: the write commits, a repeat cannot replay it
-      }
-      if (inClear) return CLEAR_PREFIX + plain.toString('base64');
-      const iv = nonce();
-      const cipher = createCipheriv('aes-256-gcm', sealKey(), iv).setAAD(Buffer.from(lookup));
-      // In order: the tag exists once the cipher is final.
-      const parts = [iv, cipher.update(FORMAT_BYTE), cipher.update(plain), cipher.final()];
-      return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
-    },
-    open(text: string | null, at: string): { value: unknown } {
-      if (text === null) throw replayLost();
-      if (text.startsWith(SHAPED_PREFIX)) {
-        const start = text.indexOf('[');
-        const named = shapeNamed(text.slice(SHAPED_PREFIX.length, start));
-        if (start < 0 || !named) throw replayLost();
-        const values = fromClearJson(text.slice(start), requestStrings(body, url, at), SHAPED_MARK);
-        return { value: fromShaped(values, named) };
-      }
-      if (text.startsWith(JSON_PREFIX))
-        return { value: fromClearJson(text.slice(1), requestStrings(body, url, at)) };
-      if (text.startsWith(CLEAR_PREFIX)) return restore(Buffer.from(text.slice(1), 'base64'));
-      const bytes = Buffer.from(text, 'base64');
-      const decipher = createDecipheriv('aes-256-gcm', sealKey(), bytes.subarray(0, 12))
-        .setAAD(Buffer.from(lookup))
-        .setAuthTag(bytes.subarray(bytes.length - 16));
-      const plain = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
-      if (plain[0] !== LIFTED_FORMAT) return { value: deserialize(plain) };
-      return restore(plain.subarray(1));
-    },
-  };
+    return { value: restoreBodyStrings(value, refs, bodyStrings(this.request.body)) };
+  }
+
+  /** The n-th id of `kind` of a request under this key: the same on every attempt. */
+  idBytes(kind: string, n: number): Buffer {
+    return createHmac('sha512', this.derived().subarray(32)).update(`${kind}:${n}`).digest();
+  }
+
+  seal(value: unknown, at: string): string | null {
+    const { body, url } = this.request;
+    const { shape } = this;
+    if (this.inClear) {
+      const strings = requestStrings(body, url, at);
+      const values = shape && toShaped(value, shape);
+      const shaped = values && toClearJson(values, strings, SHAPED_MARK);
+      if (shaped) return `${SHAPED_PREFIX}${shape!.name}${shaped}`;
+      const json = toClearJson(value, strings);
+      if (json !== null) return JSON_PREFIX + json;
+    }
+    let plain: Buffer;
+    try {
+      const lifted = liftBodyStrings(value, bodyStrings(body));
+      plain = serialize([lifted.value, lifted.refs]);
+    } catch {
+      return null; // not cloneable: the write commits, a repeat cannot replay it
+    }
+    if (this.inClear) return CLEAR_PREFIX + plain.toString('base64');
+    const iv = nonce();
+    const cipher = createCipheriv('aes-256-gcm', this.sealKey(), iv).setAAD(
+      Buffer.from(this.lookup),
+    );
+    // In order: the tag exists once the cipher is final.
+    const parts = [iv, cipher.update(FORMAT_BYTE), cipher.update(plain), cipher.final()];
+    return Buffer.concat([...parts, cipher.getAuthTag()]).toString('base64');
+  }
+
+  open(text: string | null, at: string): { value: unknown } {
+    if (text === null) throw replayLost();
+    const { body, url } = this.request;
+    if (text.startsWith(SHAPED_PREFIX)) {
+      const start = text.indexOf('[');
+      const named = shapeNamed(text.slice(SHAPED_PREFIX.length, start));
+      if (start < 0 || !named) throw replayLost();
+      const values = fromClearJson(text.slice(start), requestStrings(body, url, at), SHAPED_MARK);
+      return { value: fromShaped(values, named) };
+    }
+    if (text.startsWith(JSON_PREFIX))
+      return { value: fromClearJson(text.slice(1), requestStrings(body, url, at)) };
+    if (text.startsWith(CLEAR_PREFIX)) return this.restore(Buffer.from(text.slice(1), 'base64'));
+    const bytes = Buffer.from(text, 'base64');
+    const decipher = createDecipheriv('aes-256-gcm', this.sealKey(), bytes.subarray(0, 12))
+      .setAAD(Buffer.from(this.lookup))
+      .setAuthTag(bytes.subarray(bytes.length - 16));
+    const plain = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
+    if (plain[0] !== LIFTED_FORMAT) return { value: deserialize(plain) };
+    return this.restore(plain.subarray(1));
+  }
 }
 
 /** A repeat of a write that committed, whose result this server cannot give again. */
@@ -290,14 +312,14 @@ class KeyClaim implements WriteClaim {
   readonly committed: { value: unknown } | null;
   /** How many ids of each kind the request has drawn (`idBytes`). */
   private ids: Map<string, number> | null = null;
-  private readonly codec: ReturnType<typeof resultCodec>;
+  private readonly codec: ResultCodec;
   private readonly createdAt: string;
   /** The key is checked at the write's commit (`ClaimOptions.atCommit`). */
   private readonly atCommit: boolean;
 
   constructor(
     readonly lookup: string,
-    private readonly fingerprint: string,
+    private readonly fingerprint: Buffer,
     /** The instant the request is handled at: the first attempt's, for a repeat. */
     readonly at: Date,
     private readonly request: KeyedRequest,
@@ -307,7 +329,7 @@ class KeyClaim implements WriteClaim {
     private readonly deps: Pick<SharedDeps, 'db' | 'clock'>,
   ) {
     this.createdAt = at.toISOString();
-    this.codec = resultCodec(request, lookup, {
+    this.codec = new ResultCodec(request, lookup, {
       inClear: options.resultInClear === true,
       shape: options.resultShape,
     });
@@ -325,7 +347,7 @@ class KeyClaim implements WriteClaim {
   recordRow(value: unknown): IdempotencyKeyTable {
     return {
       lookup: lookupBytes(this.lookup),
-      fingerprint: Buffer.from(this.fingerprint, 'hex'),
+      fingerprint: this.fingerprint,
       result: this.codec.seal(value, this.createdAt),
       created_at: this.createdAt,
     };
@@ -366,6 +388,43 @@ class KeyClaim implements WriteClaim {
 }
 
 /**
+ * A keyed request being handled by this instance (`handling` in
+ * `idempotencyService`): the `Claimed` its hook gets, and what a repeat
+ * arriving meanwhile waits for. The promise is made only when a repeat
+ * waits: a key is seldom sent twice at once, and a keyed write otherwise
+ * makes no promise, resolver or closure of its own for it.
+ */
+class InFlight implements Claimed {
+  /** Set once the claim is taken, before this is handed out. */
+  claim!: KeyClaim;
+  private over = false;
+  private ended: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly lookup: string,
+    private readonly handling: Map<string, InFlight>,
+  ) {
+    handling.set(lookup, this);
+  }
+
+  /** The request is answered (or its connection gone, or its claim refused); again does nothing. */
+  readonly done = (): void => {
+    if (this.over) return;
+    this.over = true;
+    if (this.claim) this.claim.active = false;
+    this.wake?.();
+    if (this.handling.get(this.lookup) === this) this.handling.delete(this.lookup);
+  };
+
+  /** Resolves once `done` is called. */
+  finished(): Promise<void> {
+    if (this.over) return Promise.resolve();
+    return (this.ended ??= new Promise<void>((resolve) => (this.wake = resolve)));
+  }
+}
+
+/**
  * Idempotency keys (ARCHITECTURE.md, "Idempotency keys"): the claim a keyed
  * request's write commits under, and the purge of expired keys.
  */
@@ -373,7 +432,52 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
   const { db, clock } = deps;
   // Requests with a key being handled by this instance, by lookup: a repeat
   // waits for the earlier one instead of racing it.
-  const handling = new Map<string, Promise<void>>();
+  const handling = new Map<string, InFlight>();
+
+  /** Takes `request`'s claim, this instance's other requests with its key done. */
+  function take(
+    lookup: string,
+    fingerprint: Buffer,
+    request: KeyedRequest,
+    replayed: () => void,
+    options: ClaimOptions,
+  ): Claimed | Promise<Claimed> {
+    const flight = new InFlight(lookup, handling);
+    const make = (stored: StoredKey | undefined): Claimed => {
+      if (stored && !sameRequest(stored.fingerprint, fingerprint, request)) throw reused();
+      const at = stored ? new Date(stored.created_at) : clock.now();
+      flight.claim = new KeyClaim(
+        lookup,
+        fingerprint,
+        at,
+        request,
+        options,
+        stored,
+        replayed,
+        deps,
+      );
+      return flight;
+    };
+    // The route's write is all in one environment write (nothing before it
+    // depends on the claim's time or ids): the key is not read first, on
+    // either dialect, and the claim is taken at once. A repeat meets the
+    // key's live row where the write records keys (PostgreSQL: a unique
+    // violation at commit, which rolls the write back; the SQLite group
+    // commit: before it runs the write, `KeyTaken`) and is answered with
+    // the stored result (`explain`).
+    if (options.atCommit) {
+      try {
+        return make(undefined);
+      } catch (err) {
+        flight.done();
+        throw err;
+      }
+    }
+    return findLiveKey(db.kysely, lookup, clock.now().toISOString()).then(make, (err: unknown) => {
+      flight.done();
+      throw err;
+    });
+  }
 
   return {
     /**
@@ -391,48 +495,11 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
     ): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
       const fingerprint = fingerprintOf(request, request.bodyBytes ?? reserialized(request));
-      /** Takes the claim, this instance's other requests with the key done. */
-      const take = (): Claimed | Promise<Claimed> => {
-        let settle!: () => void;
-        const mine = new Promise<void>((resolve) => (settle = resolve));
-        handling.set(lookup, mine);
-        let claim: KeyClaim | null = null;
-        const done = () => {
-          if (claim) claim.active = false;
-          settle();
-          if (handling.get(lookup) === mine) handling.delete(lookup);
-        };
-        const make = (stored: StoredKey | undefined): Claimed => {
-          if (stored && !sameRequest(stored.fingerprint, fingerprint, request)) throw reused();
-          const at = stored ? new Date(stored.created_at) : clock.now();
-          claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, replayed, deps);
-          return { claim, done };
-        };
-        const failed = (err: unknown): never => {
-          done();
-          throw err;
-        };
-        // The route's write is all in one environment write (nothing before it
-        // depends on the claim's time or ids): the key is not read first, on
-        // either dialect, and the claim is taken at once. A repeat meets the
-        // key's live row where the write records keys (PostgreSQL: a unique
-        // violation at commit, which rolls the write back; the SQLite group
-        // commit: before it runs the write, `KeyTaken`) and is answered with
-        // the stored result (`explain`).
-        if (options.atCommit) {
-          try {
-            return make(undefined);
-          } catch (err) {
-            return failed(err);
-          }
-        }
-        return findLiveKey(db.kysely, lookup, clock.now().toISOString()).then(make, failed);
-      };
       const earlier = handling.get(lookup);
-      if (!earlier) return take();
-      return settlesWithin(earlier, WAIT_FOR_EARLIER_MS).then((settled) => {
+      if (!earlier) return take(lookup, fingerprint, request, replayed, options);
+      return settlesWithin(earlier.finished(), WAIT_FOR_EARLIER_MS).then((settled) => {
         if (!settled) throw inProgress();
-        return take();
+        return take(lookup, fingerprint, request, replayed, options);
       });
     },
 
