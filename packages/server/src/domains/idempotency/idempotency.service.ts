@@ -388,15 +388,15 @@ class KeyClaim implements WriteClaim {
 }
 
 /**
- * A keyed request being handled by this instance (`handling` in
- * `idempotencyService`): the `Claimed` its hook gets, and what a repeat
- * arriving meanwhile waits for. The promise is made only when a repeat
- * waits: a key is seldom sent twice at once, and a keyed write otherwise
- * makes no promise, resolver or closure of its own for it.
+ * A keyed request being handled by this instance, as `handling` in
+ * `idempotencyService` keeps it: what a repeat arriving meanwhile waits for.
+ * It reaches nothing of the request, its claim or its reply: `handling`
+ * lives as long as the server, and while an entry there reached the claim,
+ * V8 promoted several KB more of each keyed request's objects to its old
+ * generation (docs/performance.md, "Keyed writes and the young generation").
+ * The promise is made only when a repeat waits.
  */
-class InFlight implements Claimed {
-  /** Set once the claim is taken, before this is handed out. */
-  claim!: KeyClaim;
+class InFlight {
   private over = false;
   private ended: Promise<void> | null = null;
   private wake: (() => void) | null = null;
@@ -409,15 +409,14 @@ class InFlight implements Claimed {
   }
 
   /** The request is answered (or its connection gone, or its claim refused); again does nothing. */
-  readonly done = (): void => {
+  end(): void {
     if (this.over) return;
     this.over = true;
-    if (this.claim) this.claim.active = false;
     this.wake?.();
     if (this.handling.get(this.lookup) === this) this.handling.delete(this.lookup);
-  };
+  }
 
-  /** Resolves once `done` is called. */
+  /** Resolves once `end` is called. */
   finished(): Promise<void> {
     if (this.over) return Promise.resolve();
     return (this.ended ??= new Promise<void>((resolve) => (this.wake = resolve)));
@@ -446,17 +445,13 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
     const make = (stored: StoredKey | undefined): Claimed => {
       if (stored && !sameRequest(stored.fingerprint, fingerprint, request)) throw reused();
       const at = stored ? new Date(stored.created_at) : clock.now();
-      flight.claim = new KeyClaim(
-        lookup,
-        fingerprint,
-        at,
-        request,
-        options,
-        stored,
-        replayed,
-        deps,
-      );
-      return flight;
+      const claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, replayed, deps);
+      // Called once the request is answered (or its connection gone); again does nothing.
+      const done = () => {
+        claim.active = false;
+        flight.end();
+      };
+      return { claim, done };
     };
     // The route's write is all in one environment write (nothing before it
     // depends on the claim's time or ids): the key is not read first, on
@@ -469,12 +464,12 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
       try {
         return make(undefined);
       } catch (err) {
-        flight.done();
+        flight.end();
         throw err;
       }
     }
     return findLiveKey(db.kysely, lookup, clock.now().toISOString()).then(make, (err: unknown) => {
-      flight.done();
+      flight.end();
       throw err;
     });
   }
