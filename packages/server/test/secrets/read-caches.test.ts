@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { DIALECTS } from '../support/db.js';
+import { eventually } from '../support/http.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { projectWithVault, envelope, type VaultProject } from '../support/vault.js';
 import { createToken, secretsUrl } from './fixtures.js';
@@ -91,13 +92,13 @@ for (const dialect of DIALECTS) {
      */
     const settledStatements = async () => {
       let last = await statements();
-      for (let tries = 0; tries < 20; tries++) {
+      return eventually(async () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         const now = await statements();
-        if (now.select === last.select && now.other === last.other) return now;
+        const still = now.select === last.select && now.other === last.other;
         last = now;
-      }
-      return last;
+        return still && now;
+      }, 'the statement count to hold still for 100 ms');
     };
 
     it('list and read: 0 statements warm, the new value at once after a write', async (context) => {

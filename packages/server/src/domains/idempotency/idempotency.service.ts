@@ -176,7 +176,10 @@ const SHAPED_PREFIX = '~@';
  * again for every request.
  */
 class ResultCodec {
-  /** Both keys, from one HMAC-SHA-512 keyed by the client's key (HKDF's extract step alone: the key is random). */
+  /**
+   * Both keys, from one HMAC-SHA-512 keyed by the client's key (HKDF's
+   * extract step alone: the key is random), derived when first needed.
+   */
   private keys: Buffer | null = null;
   private readonly inClear: boolean;
   private readonly shape: ResultShape | undefined;
@@ -190,7 +193,6 @@ class ResultCodec {
     this.shape = options.shape;
   }
 
-  /** Derived when first needed. */
   private derived(): Buffer {
     const { key, owner } = this.request;
     return (this.keys ??= createHmac('sha512', key)
@@ -416,6 +418,12 @@ class InFlight {
     if (this.handling.get(this.lookup) === this) this.handling.delete(this.lookup);
   }
 
+  /** `end`, then `err` thrown on: for a claim that could not be taken. */
+  fail(err: unknown): never {
+    this.end();
+    throw err;
+  }
+
   /** Resolves once `end` is called. */
   finished(): Promise<void> {
     if (this.over) return Promise.resolve();
@@ -464,14 +472,12 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
       try {
         return make(undefined);
       } catch (err) {
-        flight.end();
-        throw err;
+        return flight.fail(err);
       }
     }
-    return findLiveKey(db.kysely, lookup, clock.now().toISOString()).then(make, (err: unknown) => {
-      flight.end();
-      throw err;
-    });
+    return findLiveKey(db.kysely, lookup, clock.now().toISOString()).then(make, (err: unknown) =>
+      flight.fail(err),
+    );
   }
 
   return {
