@@ -60,8 +60,12 @@ export interface WriteClaim {
    * instead of running the write.
    */
   readonly committed: { value: unknown } | null;
-  /** Called when the write is answered from an earlier one's result. */
-  replayed(): void;
+  /**
+   * Set when the write is answered from an earlier one's result (the answer
+   * then says so). A flag, not a callback to the HTTP layer: the claim must
+   * reach nothing of the request's reply (see `KeyClaim` in domains/idempotency).
+   */
+  replayed: boolean;
   /**
    * The instant the request is handled at (what the clock says while it
    * runs): a repeat is handled at the first attempt's instant.
@@ -188,7 +192,7 @@ export async function claimedTransaction<T>(
   if (!claim || claim.settled) return transact(work);
   if (claim.committed) {
     claim.settled = true;
-    claim.replayed();
+    claim.replayed = true;
     return claim.committed.value as T;
   }
   try {
@@ -210,7 +214,7 @@ export async function claimedTransaction<T>(
     const explained = await claim.explain(err);
     if (!(explained instanceof CommittedEarlier)) throw explained;
     claim.settled = true;
-    claim.replayed();
+    claim.replayed = true;
     return explained.value as T;
   }
 }

@@ -3,6 +3,7 @@ import type {
   FastifyReply,
   FastifyRequest,
   HookHandlerDoneFunction,
+  onSendHookHandler,
   preHandlerHookHandler,
 } from 'fastify';
 import { AppError } from '../errors.js';
@@ -119,7 +120,6 @@ export function registerIdempotency(
           // Kept by the JSON parser (http/json-body.ts).
           bodyBytes: request.bodyBytes,
         },
-        () => reply.header(REPLAYED_HEADER, 'true'),
         {
           atCommit: atCommit(request),
           // A shape stores the result by position, in clear: it implies `idempotencyResultInClear`.
@@ -138,10 +138,20 @@ export function registerIdempotency(
       (err: unknown) => next(err as Error),
     );
   };
-  // Only routes with an unsafe method get the hook (reads pay nothing), ahead of
+  // A repeat's answer says it is one. The claim only sets a flag: were it to
+  // call back into the reply, every keyed request's reply, request and socket
+  // state would be reachable from the write's queue (docs/performance.md,
+  // "Keyed writes and the young generation").
+  const markReplayed: onSendHookHandler = (request, reply, payload, next) => {
+    if (request.writeClaim?.replayed) void reply.header(REPLAYED_HEADER, 'true');
+    next(null, payload);
+  };
+  // Only routes with an unsafe method get the hooks (reads pay nothing), ahead of
   // the route's own: a write's mark (`markProjectWrites`) is taken inside the claim.
   app.addHook('onRoute', (route) => {
-    if (servesWrites(route)) route.preHandler = [claimKey, ...hooksOf(route.preHandler)];
+    if (!servesWrites(route)) return;
+    route.preHandler = [claimKey, ...hooksOf(route.preHandler)];
+    route.onSend = [markReplayed, ...hooksOf(route.onSend)];
   });
 }
 

@@ -75,13 +75,13 @@ for (const dialect of DIALECTS) {
         [timed, 'thg_1'],
         [random, 'thg_2'],
       ] as const) {
-        const { claim, done } = await service.claim(request(key, body), () => undefined, {
+        const { claim, done } = await service.claim(request(key, body), {
           resultInClear: true,
         });
         assert.deepEqual(claim.committed, { value: { id, count: 2 } }, key);
         done();
         await assert.rejects(
-          Promise.resolve(service.claim(request(key, { ...body, count: 3 }), () => undefined)),
+          Promise.resolve(service.claim(request(key, { ...body, count: 3 }))),
           /idempotency_key_reused|another method, URL or body/,
         );
       }
@@ -135,13 +135,13 @@ for (const dialect of DIALECTS) {
         ...request(key, value),
         bodyBytes: Buffer.from(JSON.stringify(value, null, 2)),
       });
-      const { claim, done } = await service.claim(sent(body), () => undefined, {
+      const { claim, done } = await service.claim(sent(body), {
         resultInClear: true,
       });
       assert.deepEqual(claim.committed, { value: { id: 'thg_3', count: 2 } });
       done();
       await assert.rejects(
-        Promise.resolve(service.claim(sent({ ...body, count: 3 }), () => undefined)),
+        Promise.resolve(service.claim(sent({ ...body, count: 3 }))),
         /idempotency_key_reused|another method, URL or body/,
       );
     });

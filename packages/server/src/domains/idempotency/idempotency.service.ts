@@ -310,6 +310,7 @@ class KeyClaim implements WriteClaim {
   settled = false;
   writing = false;
   active = true;
+  replayed = false;
   readonly records = keyRecords;
   readonly committed: { value: unknown } | null;
   /** How many ids of each kind the request has drawn (`idBytes`). */
@@ -327,7 +328,6 @@ class KeyClaim implements WriteClaim {
     private readonly request: KeyedRequest,
     options: ClaimOptions,
     stored: StoredKey | undefined,
-    readonly replayed: () => void,
     private readonly deps: Pick<SharedDeps, 'db' | 'clock'>,
   ) {
     this.createdAt = at.toISOString();
@@ -446,14 +446,13 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
     lookup: string,
     fingerprint: Buffer,
     request: KeyedRequest,
-    replayed: () => void,
     options: ClaimOptions,
   ): Claimed | Promise<Claimed> {
     const flight = new InFlight(lookup, handling);
     const make = (stored: StoredKey | undefined): Claimed => {
       if (stored && !sameRequest(stored.fingerprint, fingerprint, request)) throw reused();
       const at = stored ? new Date(stored.created_at) : clock.now();
-      const claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, replayed, deps);
+      const claim = new KeyClaim(lookup, fingerprint, at, request, options, stored, deps);
       // Called once the request is answered (or its connection gone); again does nothing.
       const done = () => {
         claim.active = false;
@@ -483,24 +482,23 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
   return {
     /**
      * The claim `request`'s write runs under. A repeat of a write that
-     * committed gets that write's result back in place of running it again;
-     * `replayed` is called when that happens. `done` must be called once the
+     * committed gets that write's result back in place of running it again,
+     * and its claim's `replayed` is set. `done` must be called once the
      * request is answered. Taken at once (no promise) when nothing is to be
      * read or waited for: a route that checks its key at commit, with no
      * other request of the key on this instance.
      */
     claim(
       request: KeyedRequest,
-      replayed: () => void,
       options: ClaimOptions = {},
     ): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
       const fingerprint = fingerprintOf(request, request.bodyBytes ?? reserialized(request));
       const earlier = handling.get(lookup);
-      if (!earlier) return take(lookup, fingerprint, request, replayed, options);
+      if (!earlier) return take(lookup, fingerprint, request, options);
       return settlesWithin(earlier.finished(), WAIT_FOR_EARLIER_MS).then((settled) => {
         if (!settled) throw inProgress();
-        return take(lookup, fingerprint, request, replayed, options);
+        return take(lookup, fingerprint, request, options);
       });
     },
 
