@@ -8,15 +8,34 @@ import {
   type WriteClaim,
 } from './write-claims.js';
 
-interface Queued {
-  work: (trx: Kysely<Database>) => Promise<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-  /** The idempotency claim whose key's row the group inserts for this write. */
-  claim: WriteClaim | undefined;
-}
-
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const settled = () => Promise.reject(new Error('this write was already run'));
+
+/**
+ * A write waiting for its group. Once answered it lets go of its work, its
+ * caller and its claim: the queue's arrays outlive their writes, and V8
+ * keeps what a dead old-generation object points to until the next full
+ * collection (docs/performance.md, "Keyed writes and the young generation").
+ */
+class Queued {
+  constructor(
+    public work: (trx: Kysely<Database>) => Promise<unknown>,
+    private resolve: ((value: unknown) => void) | null,
+    private reject: ((error: unknown) => void) | null,
+    /** The idempotency claim whose key's row the group inserts for this write. */
+    public claim: WriteClaim | undefined,
+  ) {}
+
+  settle(outcome: Outcome): void {
+    const { resolve, reject } = this;
+    this.work = settled;
+    this.resolve = this.reject = null;
+    this.claim = undefined;
+    if (outcome.ok) resolve?.(outcome.value);
+    else reject?.(outcome.error);
+  }
+}
 
 /** The most turns of the event loop a group waits for writes that keep arriving. */
 export const GATHER_TURNS = 8;
@@ -78,7 +97,7 @@ export class GroupCommit {
     claim: WriteClaim | undefined,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject, claim });
+      this.queue.push(new Queued(work, resolve as (value: unknown) => void, reject, claim));
       if (!this.draining) void this.drain();
     });
   }
@@ -110,7 +129,7 @@ export class GroupCommit {
     try {
       trx = await this.db.startTransaction().execute();
     } catch (error) {
-      for (const item of this.queue.splice(0, this.maxGroup)) item.reject(error);
+      for (const item of this.queue.splice(0, this.maxGroup)) item.settle({ ok: false, error });
       return;
     }
     // Taken only once the connection is ours: requests whose reads were queued
@@ -137,14 +156,10 @@ export class GroupCommit {
         .rollback()
         .execute()
         .catch(() => undefined);
-      for (const item of group) item.reject(error);
+      for (const item of group) item.settle({ ok: false, error });
       return;
     }
-    group.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
+    group.forEach((item, i) => item.settle(outcomes[i]!));
   }
 
   /**
