@@ -40,6 +40,11 @@ Coffer (its dependencies installed) is measured at the same time under the
 same load, and the ratio is printed.
 
   --baseline=DIR     another checkout to compare with (e.g. a git worktree)
+  --against=ID       the baseline runs scenario ID (exactly) while the current
+                     runs each selected scenario, at the same time; without
+                     --baseline, both servers are this checkout. The issue's
+                     bound for keyed writes, free of the machine's load:
+                     --cpu --in-flight=50 --against=write-secret write-secret-keyed
   --requests=N       measured requests per repetition (default 3000; writes a third)
   --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
@@ -73,7 +78,18 @@ const DEFAULT_IN_FLIGHT = 4;
 function parse(argv: string[]) {
   const { flags, filters } = parseFlags(
     argv,
-    ['baseline', 'requests', 'warmup', 'reps', 'in-flight', 'log-level', 'backend', 'cpu', 'keep'],
+    [
+      'baseline',
+      'against',
+      'requests',
+      'warmup',
+      'reps',
+      'in-flight',
+      'log-level',
+      'backend',
+      'cpu',
+      'keep',
+    ],
     USAGE,
   );
   const count = (name: string, fallback: number) => {
@@ -83,6 +99,9 @@ function parse(argv: string[]) {
     return value;
   };
   const baseline = flags.get('baseline');
+  const againstId = flags.get('against');
+  const against = againstId ? HTTP_SCENARIOS.find((s) => s.id === againstId) : undefined;
+  if (againstId && !against) throw new Error(`--against: no scenario is named ${againstId}`);
   const backend = flags.get('backend') ?? 'sqlite';
   if (backend !== 'sqlite' && backend !== 'postgres')
     throw new Error('--backend must be sqlite or postgres');
@@ -93,6 +112,7 @@ function parse(argv: string[]) {
     cpu: flags.has('cpu'),
     keep: flags.has('keep'),
     baseline: baseline ? resolve(baseline) : null,
+    against: against ?? null,
     requests: count('requests', 3000),
     warmup: count('warmup', 8000),
     reps: count('reps', 6),
@@ -309,7 +329,9 @@ class CountedServer {
 const say = (text: string) => process.stderr.write(`${text}\n`);
 say(`preparing fixtures (work directory ${workDir})`);
 const checkouts = [await prepare('current', here)];
-if (options.baseline) checkouts.push(await prepare('baseline', options.baseline));
+/** The second server's checkout: `--baseline`, or this one again for `--against` alone. */
+const baselineRoot = options.baseline ?? (options.against ? here : null);
+if (baselineRoot) checkouts.push(await prepare('baseline', baselineRoot));
 say(`starting the servers${options.cpu ? '' : ' under callgrind (about a minute)'}`);
 const servers = await Promise.all(checkouts.map((c) => CountedServer.start(c)));
 // One write with an Idempotency-Key first, as a deployment whose clients use
@@ -330,10 +352,12 @@ for (const scenario of [...options.scenarios].sort(
   const requests = isWrite ? Math.max(100, Math.round(options.requests / 3)) : options.requests;
   const warmup = isWrite ? Math.max(100, Math.round(options.warmup / 2)) : options.warmup;
   say(`${scenario.id}: warming up (${warmup} requests), then ${options.reps} × ${requests}`);
-  await Promise.all(servers.map((s) => s.run(scenario, warmup, false)));
+  // With `--against`, the second server runs that scenario at the same time.
+  const runOn = (i: number) => (i === 1 && options.against) || scenario;
+  await Promise.all(servers.map((s, i) => s.run(runOn(i), warmup, false)));
   const counts: number[][] = servers.map(() => []);
   for (let rep = 0; rep < options.reps; rep++) {
-    const results = await Promise.all(servers.map((s) => s.run(scenario, requests, true)));
+    const results = await Promise.all(servers.map((s, i) => s.run(runOn(i), requests, true)));
     results.forEach((r, i) => counts[i]!.push(r));
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -355,10 +379,13 @@ console.log(
   `\n${options.cpu ? 'Server CPU nanoseconds per request (all threads' : 'Server instructions per request (callgrind'}; ${options.backend === 'postgres' ? 'PostgreSQL' : 'SQLite'}, plain HTTP, ${options.inFlight} in flight, mean of ${options.reps} repetitions)`,
 );
 console.log(
-  `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${options.baseline ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,
+  `${'scenario'.padEnd(20)} ${'current'.padStart(11)}${baselineRoot ? ` ${'baseline'.padStart(11)}  ${'ratio'.padStart(6)}   per repetition` : ''}`,
 );
 for (const row of rows) console.log(row);
-if (options.baseline) console.log(`baseline: ${options.baseline}`);
+if (baselineRoot)
+  console.log(
+    `baseline: ${baselineRoot}${options.against ? `, running ${options.against.id} at the same time` : ''}`,
+  );
 if (options.keep) say(`callgrind dumps kept in ${workDir}`);
 else rmSync(workDir, { recursive: true, force: true });
 process.exit(0);
