@@ -304,7 +304,10 @@ export interface Claimed {
 /**
  * A keyed request's claim on its write (`WriteClaim`, db/write-claims.ts).
  * One per keyed request, so a class: its methods are shared, not closures
- * made again for every request.
+ * made again for every request. It reaches the request's key and body, never
+ * its reply: the write's queue holds the claim, and what the claim reaches
+ * lives as long as anything that once held it (ARCHITECTURE.md, "Idempotency
+ * keys").
  */
 class KeyClaim implements WriteClaim {
   settled = false;
@@ -488,10 +491,7 @@ export function idempotencyService(deps: Pick<SharedDeps, 'db' | 'clock'>) {
      * read or waited for: a route that checks its key at commit, with no
      * other request of the key on this instance.
      */
-    claim(
-      request: KeyedRequest,
-      options: ClaimOptions = {},
-    ): Claimed | Promise<Claimed> {
+    claim(request: KeyedRequest, options: ClaimOptions = {}): Claimed | Promise<Claimed> {
       const lookup = keyLookup(request.owner, request.key);
       const fingerprint = fingerprintOf(request, request.bodyBytes ?? reserialized(request));
       const earlier = handling.get(lookup);
