@@ -13,6 +13,7 @@ import {
   type Tls,
 } from './lib/environment.js';
 import { LoadGenerator, type LoadPlan, type LoadResult } from './lib/load.js';
+import { gcPerRequest, readGcTime, type GcTime } from './lib/gc-time.js';
 import { MB, measureLoad, type MeasureExtras, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
@@ -585,6 +586,41 @@ function countStatements(counter: Awaited<ReturnType<typeof statementCounter>>) 
   };
 }
 
+/**
+ * The server's garbage-collection time per request while `scenario` is
+ * measured (its metrics, `readGcTime`): for the writes, where a keyed write's
+ * extra cost has been mostly the collector's (docs/performance.md).
+ */
+function gcDuring(metricsUrls: readonly string[]) {
+  let start: Promise<GcTime> | null = null;
+  let end: Promise<GcTime> | null = null;
+  return {
+    extras: {
+      onMeasuring: () => (start = readGcTime(metricsUrls)),
+      onMeasured: () => (end = readGcTime(metricsUrls)),
+    } satisfies MeasureExtras,
+    async report(scenario: HttpScenario, backend: string): Promise<void> {
+      if (!start || !end) return;
+      const row = rows.findLast((r) => r.kind === 'load' && r.id === scenario.id);
+      const rps = row?.kind === 'load' ? row.result.rps : 0;
+      const gc = gcPerRequest(await start, await end, rps);
+      push({
+        kind: 'value',
+        id: `${scenario.id}-gc`,
+        title: `garbage collection during: ${scenario.title}`,
+        backend,
+        value: gc.total,
+        unit: 'µs/req',
+        detail:
+          `scavenges ${gc.minor.toFixed(1)}, mark-compacts ${gc.major.toFixed(1)} and their incremental ` +
+          `marking ${gc.incremental.toFixed(1)} µs per request (the server's nodejs_gc_duration_seconds)`,
+        target: null,
+        pass: null,
+      });
+    },
+  };
+}
+
 async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
   say(`\n${name === 'sqlite' ? 'SQLite (embedded default)' : 'PostgreSQL + Redis'}:`);
   const backend = await prepareBackend(name, workDir, process.env);
@@ -613,10 +649,8 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       },
       ...(profileDir ? { profileDir } : {}),
     });
-    const counter = await statementCounter(
-      [`http://127.0.0.1:${metricsPort}/metrics`],
-      backend.env.DATABASE_URL ?? null,
-    );
+    const metricsUrls = [`http://127.0.0.1:${metricsPort}/metrics`];
+    const counter = await statementCounter(metricsUrls, backend.env.DATABASE_URL ?? null);
     counters.add(counter);
     await new Promise((r) => setTimeout(r, 1000));
     const freshRssMiB = server.rssMiB();
@@ -638,15 +672,18 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
     for (const scenario of httpScenarios) {
       const counting =
         counter && READ_SCENARIO_IDS.has(scenario.id) ? countStatements(counter) : null;
+      const collecting = scenario.id.startsWith('write-') ? gcDuring(metricsUrls) : null;
+      const extras = counting?.extras ?? collecting?.extras;
       const { maxRssMiB, window, result } = await measureScenario(
         scenario,
         server,
         fixture,
         name,
         ceilings!,
-        counting ? { extras: counting.extras } : {},
+        extras ? { extras } : {},
       );
       if (counting) await counting.report(scenario, name);
+      if (collecting) await collecting.report(scenario, name);
       windows.push(window);
       profiledRuns.set(scenario.id, { window, requests: result.requests });
       maxLoadRssMiB = Math.max(maxLoadRssMiB, maxRssMiB);

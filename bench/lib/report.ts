@@ -34,7 +34,7 @@ export interface ValueRow {
   title: string;
   backend: string;
   value: number;
-  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | 'MB/s' | '×' | '%' | 'stmt/s';
+  unit: 'ms' | 's' | 'MB' | 'KB' | 'tx/s' | 'MB/s' | '×' | '%' | 'stmt/s' | 'µs/req';
   /** What the value is (e.g. "median of 20 runs"). */
   detail: string;
   target: Target | null;
@@ -57,7 +57,7 @@ const fmtNum = (n: number, unit: string) =>
       ? n.toFixed(1)
       : unit === 'tx/s' || unit === 'MB/s'
         ? fmtInt(n)
-        : unit === 'stmt/s'
+        : unit === 'stmt/s' || unit === 'µs/req'
           ? n.toFixed(1)
           : n.toFixed(2);
 
