@@ -16,7 +16,7 @@ const settled = () => Promise.reject(new Error('this write was already run'));
  * A write waiting for its group. Once answered it lets go of its work, its
  * caller and its claim: the queue's arrays outlive their writes, and V8
  * keeps what a dead old-generation object points to until the next full
- * collection (docs/performance.md, "Keyed writes and the young generation").
+ * collection (docs/performance.md, "What kept keyed writes alive").
  */
 class Queued {
   constructor(

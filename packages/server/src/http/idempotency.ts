@@ -141,7 +141,7 @@ export function registerIdempotency(
   // A repeat's answer says it is one. The claim only sets a flag: were it to
   // call back into the reply, every keyed request's reply, request and socket
   // state would be reachable from the write's queue (docs/performance.md,
-  // "Keyed writes and the young generation").
+  // "What kept keyed writes alive").
   const markReplayed: onSendHookHandler = (request, reply, payload, next) => {
     if (request.writeClaim?.replayed) void reply.header(REPLAYED_HEADER, 'true');
     next(null, payload);
