@@ -13,7 +13,7 @@ import {
   type Tls,
 } from './lib/environment.js';
 import { LoadGenerator, type LoadPlan, type LoadResult } from './lib/load.js';
-import { gcPerRequest, readGcTime, type GcTime } from './lib/gc-time.js';
+import { gcPerRequest, readGcTime } from './lib/gc-time.js';
 import { MB, measureLoad, type MeasureExtras, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
 import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
@@ -48,7 +48,6 @@ import {
   startBalancer,
   statementCounter,
   type Balancer,
-  type StatementCount,
 } from './lib/scale-out.js';
 import { CLIENT_SCENARIOS } from './scenarios/client.js';
 import { DASHBOARD_IDS, dashboardMissing, measureDashboard } from './scenarios/dashboard.js';
@@ -548,23 +547,41 @@ const counters = new Set<Awaited<ReturnType<typeof statementCounter>> | null>();
 let lastCeilings: Ceilings | null = null;
 
 /**
+ * Takes `read` as a measured run starts and as it ends (`extras`), for a
+ * figure of the window between (`readings`: null if the run never started).
+ */
+function aroundWindow<T>(read: () => Promise<T>) {
+  let start: Promise<T> | null = null;
+  let end: Promise<T> | null = null;
+  return {
+    extras: {
+      onMeasuring: () => (start = read()),
+      onMeasured: () => (end = read()),
+    } satisfies MeasureExtras,
+    readings: async (): Promise<[T, T] | null> => (start && end ? [await start, await end] : null),
+  };
+}
+
+/** The req/s `scenario`'s last measured run reached (0 when it has none). */
+function measuredRps(scenario: HttpScenario): number {
+  const row = rows.findLast((r) => r.kind === 'load' && r.id === scenario.id);
+  return row?.kind === 'load' ? row.result.rps : 0;
+}
+
+/**
  * Reads `counter` as a measured run starts and ends, and reports the
  * statements per second between: the servers' own count and PostgreSQL's
  * transactions (each scrape adds the outbox gauges' two selects per instance).
  */
 function countStatements(counter: Awaited<ReturnType<typeof statementCounter>>) {
-  let start: Promise<StatementCount> | null = null;
-  let end: Promise<StatementCount> | null = null;
+  const window = aroundWindow(() => counter.read());
   return {
-    extras: {
-      onMeasuring: () => (start = counter.read()),
-      onMeasured: () => (end = counter.read()),
-    } satisfies MeasureExtras,
+    extras: window.extras,
     async report(scenario: HttpScenario, backend: string): Promise<void> {
-      if (!start || !end) return;
-      const rates = ratesBetween(await start, await end);
-      const row = rows.findLast((r) => r.kind === 'load' && r.id === scenario.id);
-      const rps = row?.kind === 'load' ? row.result.rps : 0;
+      const readings = await window.readings();
+      if (!readings) return;
+      const rates = ratesBetween(...readings);
+      const rps = measuredRps(scenario);
       push({
         kind: 'value',
         id: `${scenario.id}-statements`,
@@ -592,18 +609,13 @@ function countStatements(counter: Awaited<ReturnType<typeof statementCounter>>) 
  * extra cost has been mostly the collector's (docs/performance.md).
  */
 function gcDuring(metricsUrls: readonly string[]) {
-  let start: Promise<GcTime> | null = null;
-  let end: Promise<GcTime> | null = null;
+  const window = aroundWindow(() => readGcTime(metricsUrls));
   return {
-    extras: {
-      onMeasuring: () => (start = readGcTime(metricsUrls)),
-      onMeasured: () => (end = readGcTime(metricsUrls)),
-    } satisfies MeasureExtras,
+    extras: window.extras,
     async report(scenario: HttpScenario, backend: string): Promise<void> {
-      if (!start || !end) return;
-      const row = rows.findLast((r) => r.kind === 'load' && r.id === scenario.id);
-      const rps = row?.kind === 'load' ? row.result.rps : 0;
-      const gc = gcPerRequest(await start, await end, rps);
+      const readings = await window.readings();
+      if (!readings) return;
+      const gc = gcPerRequest(...readings, measuredRps(scenario));
       push({
         kind: 'value',
         id: `${scenario.id}-gc`,
@@ -673,6 +685,7 @@ async function runBackend(name: 'sqlite' | 'postgres'): Promise<void> {
       const counting =
         counter && READ_SCENARIO_IDS.has(scenario.id) ? countStatements(counter) : null;
       const collecting = scenario.id.startsWith('write-') ? gcDuring(metricsUrls) : null;
+      // A read's statements or a write's collector time: never both.
       const extras = counting?.extras ?? collecting?.extras;
       const { maxRssMiB, window, result } = await measureScenario(
         scenario,

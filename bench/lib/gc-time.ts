@@ -1,3 +1,5 @@
+import { sumMetrics } from './scale-out.js';
+
 /**
  * The server's garbage-collection time, as its metrics report it
  * (`nodejs_gc_duration_seconds`, from prom-client's default metrics, which
@@ -16,12 +18,7 @@ export interface GcTime {
 const GC_SUM = /^nodejs_gc_duration_seconds_sum\{kind="(minor|major|incremental)"\} ([\d.e+-]+)/gm;
 
 export async function readGcTime(metricsUrls: readonly string[]): Promise<GcTime> {
-  const time = { minor: 0, major: 0, incremental: 0 };
-  for (const url of metricsUrls) {
-    const text = await (await fetch(url)).text();
-    for (const match of text.matchAll(GC_SUM))
-      time[match[1] as keyof typeof time] += Number(match[2]);
-  }
+  const time = await sumMetrics(metricsUrls, GC_SUM, ['minor', 'major', 'incremental']);
   return { ...time, atMs: performance.now() };
 }
 

@@ -106,6 +106,23 @@ export interface StatementCount {
  * PostgreSQL's transaction count of the bench's database, which PostgreSQL
  * keeps whoever the client is (its backends report at most once a second).
  */
+/**
+ * Sums, over the instances' metrics (`METRICS_PORT` listeners), the samples
+ * `pattern` matches: its first group names the sample, its second is the value.
+ */
+export async function sumMetrics<K extends string>(
+  metricsUrls: readonly string[],
+  pattern: RegExp,
+  names: readonly K[],
+): Promise<Record<K, number>> {
+  const sums = Object.fromEntries(names.map((name) => [name, 0])) as Record<K, number>;
+  for (const url of metricsUrls) {
+    const text = await (await fetch(url)).text();
+    for (const match of text.matchAll(pattern)) sums[match[1] as K] += Number(match[2]);
+  }
+  return sums;
+}
+
 export async function statementCounter(
   metricsUrls: readonly string[],
   databaseUrl: string | null,
@@ -113,14 +130,11 @@ export async function statementCounter(
   const client = databaseUrl ? new pg.Client({ connectionString: databaseUrl }) : null;
   await client?.connect();
   const read = async (): Promise<StatementCount> => {
-    const counts = { select: 0, other: 0 };
-    for (const url of metricsUrls) {
-      const text = await (await fetch(url)).text();
-      for (const match of text.matchAll(
-        /^coffer_db_statements_total\{kind="(select|other)"\} (\d+)/gm,
-      ))
-        counts[match[1] as 'select' | 'other'] += Number(match[2]);
-    }
+    const counts = await sumMetrics(
+      metricsUrls,
+      /^coffer_db_statements_total\{kind="(select|other)"\} (\d+)/gm,
+      ['select', 'other'],
+    );
     const atMs = performance.now();
     if (!client) return { ...counts, transactions: null, atMs };
     const { rows } = await client.query<{ n: string }>(
