@@ -176,7 +176,7 @@ export class GroupCommit {
     const keyed = group.filter((item) => item.claim);
     const { live, expired } = await records.find(
       trx,
-      keyed.map(({ claim }) => ({ lookup: claim!.lookup, at: claim!.at })),
+      keyed.map(({ claim }) => claim!),
     );
     const taken = new Set<Queued>();
     const seen = new Set<string>();

@@ -10,14 +10,17 @@ export interface GroupKeyRows {
   expired: string[];
 }
 
+/** What a group's read of its keys needs of each claim. */
+export type GroupKey = Pick<WriteClaim, 'lookup' | 'lookupBytes' | 'at'>;
+
 /**
  * The key rows of several writes at once, for a writer that runs them in one
  * transaction (the SQLite group commit): one statement to find which keys are
  * taken and one to insert the rows, in place of one insert per write.
  */
 export interface KeyRecords {
-  /** Of `keys`, in `trx`: those whose row is live, and those whose row had expired. */
-  find(trx: Kysely<Database>, keys: readonly { lookup: string; at: Date }[]): Promise<GroupKeyRows>;
+  /** Of `keys` (the group's claims), in `trx`: those whose row is live, and those whose row had expired. */
+  find(trx: Kysely<Database>, keys: readonly GroupKey[]): Promise<GroupKeyRows>;
   /**
    * Inserts `rows` after removing the `expired` rows `find` reported; fails
    * (a unique violation) if a key has a row all the same.
@@ -48,8 +51,10 @@ export interface WriteClaim {
    * fails with a unique violation, which rolls the write back (`explain`).
    */
   recordStatement(value: unknown): string;
-  /** Where the key's row is found (its primary key). */
+  /** Where the key's row is found (its primary key), as hex. */
   readonly lookup: string;
+  /** `lookup` as the bytes the row stores, decoded once per claim. */
+  readonly lookupBytes: Uint8Array;
   /** `record`'s row, for a writer that inserts the rows of several writes at once through `records`. */
   recordRow(value: unknown): IdempotencyKeyTable;
   /** The statements for the key rows of several writes (`KeyRecords`). */

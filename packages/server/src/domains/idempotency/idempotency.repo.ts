@@ -1,7 +1,7 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from '../../db/schema.js';
 import { preparedQuery } from '../../db/prepared-query.js';
-import type { GroupKeyRows } from '../../db/write-claims.js';
+import type { GroupKey, GroupKeyRows } from '../../db/write-claims.js';
 
 export type StoredKey = Pick<IdempotencyKeyTable, 'fingerprint' | 'result' | 'created_at'>;
 
@@ -110,12 +110,12 @@ const keyRowsText = textPerCount(
  */
 export async function groupKeyRows(
   trx: Kysely<Database>,
-  keys: readonly { lookup: string; at: Date }[],
+  keys: readonly GroupKey[],
 ): Promise<GroupKeyRows> {
   const found = await trx.executeQuery<{ lookup: Uint8Array; created_at: string }>(
     CompiledQuery.raw(
       keyRowsText(keys.length),
-      keys.map((key) => lookupBytes(key.lookup)),
+      keys.map((key) => key.lookupBytes),
     ),
   );
   const rows = { live: new Set<string>(), expired: [] as string[] };

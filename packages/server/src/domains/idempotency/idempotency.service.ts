@@ -320,6 +320,7 @@ class KeyClaim implements WriteClaim {
   private ids: Map<string, number> | null = null;
   private readonly codec: ResultCodec;
   private readonly createdAt: string;
+  readonly lookupBytes: Buffer;
   /** The key is checked at the write's commit (`ClaimOptions.atCommit`). */
   private readonly atCommit: boolean;
 
@@ -334,6 +335,7 @@ class KeyClaim implements WriteClaim {
     private readonly deps: Pick<SharedDeps, 'db' | 'clock'>,
   ) {
     this.createdAt = at.toISOString();
+    this.lookupBytes = lookupBytes(lookup);
     this.codec = new ResultCodec(request, lookup, {
       inClear: options.resultInClear === true,
       shape: options.resultShape,
@@ -351,7 +353,7 @@ class KeyClaim implements WriteClaim {
 
   recordRow(value: unknown): IdempotencyKeyTable {
     return {
-      lookup: lookupBytes(this.lookup),
+      lookup: this.lookupBytes,
       fingerprint: this.fingerprint,
       result: this.codec.seal(value, this.createdAt),
       created_at: this.createdAt,
