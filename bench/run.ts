@@ -14,9 +14,9 @@ import {
 } from './lib/environment.js';
 import { LoadGenerator, type LoadPlan, type LoadResult } from './lib/load.js';
 import { gcPerRequest, readGcTime } from './lib/gc-time.js';
-import { MB, measureLoad, type MeasureExtras, type Timing } from './lib/measure.js';
+import { MB, measureLoad, median, type MeasureExtras, type Timing } from './lib/measure.js';
 import { parseOptions } from './lib/options.js';
-import { havePgbench, measurePostgresAlone as postgresAlone } from './lib/postgres-alone.js';
+import { havePgbench, postgresAlone } from './lib/postgres-alone.js';
 import {
   findProfile,
   renderProfileComparison,
@@ -230,14 +230,12 @@ async function alternatingShare(
     }
   }
   const shares = rounds.map((r) => (100 * r.measured) / r.base).sort((a, b) => a - b);
-  const middle = shares.length / 2;
-  const median = (shares[Math.floor(middle - 0.5)]! + shares[Math.floor(middle)]!) / 2;
   push(
     judge(
       {
         ...row,
         kind: 'value',
-        value: failures > 0 ? 0 : median,
+        value: failures > 0 ? 0 : median(shares),
         unit: '%',
         detail:
           failures > 0
@@ -507,6 +505,8 @@ async function keyedAgainstPlain(server: ServerProcess, fixture: Fixture, backen
  * PostgreSQL alone running the transaction of a Coffer secret write (pgbench,
  * as many connections as the server's pool), right after Coffer's own writes:
  * the share of what the database allows on this machine that Coffer reaches.
+ * Then the same transaction with an idempotency key's row against without, in
+ * alternating rounds: the database's part of what a key costs a write.
  */
 async function measurePostgresAlone(backend: Backend): Promise<void> {
   const title = "PostgreSQL alone: Coffer's write transaction";
@@ -514,30 +514,59 @@ async function measurePostgresAlone(backend: Backend): Promise<void> {
     say(`  ${title}: skipped (pgbench not installed; Debian package postgresql-client)`);
     return;
   }
-  const alone = await postgresAlone({
-    databaseUrl: backend.env.DATABASE_URL!,
-    workDir,
-    clients: DEFAULT_DATABASE_POOL_SIZE,
-    warmupSeconds: timing.warmupSeconds,
-    seconds: timing.seconds,
-  });
+  const clients = DEFAULT_DATABASE_POOL_SIZE;
+  const run = await postgresAlone({ databaseUrl: backend.env.DATABASE_URL!, workDir, clients });
+  if (timing.warmupSeconds > 0) await run('plain', timing.warmupSeconds);
+  const tps = await run('plain', timing.seconds);
   const coffer = rows.find(
     (r) => r.kind === 'load' && r.id === 'write-secret' && r.backend === backend.name,
   );
   const share =
     coffer?.kind === 'load'
-      ? `; Coffer's durable writes: ${((coffer.result.rps / alone.tps) * 100).toFixed(0)}% of it`
+      ? `; Coffer's durable writes: ${((coffer.result.rps / tps) * 100).toFixed(0)}% of it`
       : '';
   push({
     kind: 'value',
     id: 'postgres-alone-write',
     title,
     backend: backend.name,
-    value: alone.tps,
+    value: tps,
     unit: 'tx/s',
-    detail: `pgbench, ${alone.clients} connections${share}`,
+    detail: `pgbench, ${clients} connections${share}`,
     target: null,
     pass: null,
+  });
+  const seconds = Math.max(2, Math.round(timing.seconds / ALTERNATING_ROUNDS));
+  const rounds: Array<{ plain: number; keyed: number }> = [];
+  for (let round = 0; round < ALTERNATING_ROUNDS; round++) {
+    if (round % 2 === 0) {
+      const plain = await run('plain', seconds);
+      rounds.push({ plain, keyed: await run('keyed', seconds) });
+    } else {
+      const keyed = await run('keyed', seconds);
+      rounds.push({ plain: await run('plain', seconds), keyed });
+    }
+  }
+  const shares = rounds.map((r) => (100 * r.keyed) / r.plain);
+  push({
+    kind: 'value',
+    id: 'postgres-alone-keyed-share',
+    title: "PostgreSQL alone: with an idempotency key's row, % of without, alternating",
+    backend: backend.name,
+    value: median(shares),
+    unit: '%',
+    detail:
+      `pgbench, ${clients} connections, median of ${ALTERNATING_ROUNDS} rounds of ${seconds} s each, the keyed side first in every other one (` +
+      shares
+        .sort((a, b) => a - b)
+        .map((x) => x.toFixed(1))
+        .join(', ') +
+      ' %); ' +
+      rounds.map((r) => `${fmtRps(r.keyed)} vs ${fmtRps(r.plain)}`).join(', ') +
+      ' tx/s',
+    target: null,
+    pass: null,
+    breakdown: { rounds },
   });
 }
 
