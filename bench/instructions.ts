@@ -42,9 +42,11 @@ same load, and the ratio is printed.
   --baseline=DIR     another checkout to compare with (e.g. a git worktree)
   --against=ID       the baseline runs scenario ID (exactly) while the current
                      runs each selected scenario, at the same time; without
-                     --baseline, both servers are this checkout. The issue's
-                     bound for keyed writes, free of the machine's load:
+                     --baseline, both servers are this checkout. Keyed writes
+                     against plain ones, both under the machine's load at once:
                      --cpu --in-flight=50 --against=write-secret write-secret-keyed
+                     (first its null case, --against=write-secret write-secret:
+                     how far apart two equal servers measure on this machine)
   --requests=N       measured requests per repetition (default 3000; writes a third)
   --warmup=N         requests before measuring (default 8000; writes half)
   --reps=N           repetitions per scenario (default 6)
