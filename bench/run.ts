@@ -209,12 +209,7 @@ async function alternatingShare(
   measured: Side,
   roundCount = ALTERNATING_ROUNDS,
 ): Promise<void> {
-  const short: Timing = {
-    ...timing,
-    warmupSeconds: 1,
-    seconds: Math.max(2, Math.round(timing.seconds / ALTERNATING_ROUNDS)),
-  };
-  const rounds: Array<{ base: number; measured: number }> = [];
+  const short: Timing = { ...timing, warmupSeconds: 1, seconds: roundSeconds() };
   let failures = 0;
   const run = async (side: Side) => {
     const { result } = await measureLoad(load, side.server, side.plan, short, side.label);
@@ -222,33 +217,61 @@ async function alternatingShare(
     failures += result.errors + result.timeouts + result.requests - expected;
     return result.rps;
   };
-  for (let round = 0; round < roundCount; round++) {
-    if (round % 2 === 0) rounds.push({ base: await run(base), measured: await run(measured) });
-    else {
-      const first = await run(measured);
-      rounds.push({ base: await run(base), measured: first });
-    }
-  }
-  const shares = rounds.map((r) => (100 * r.measured) / r.base).sort((a, b) => a - b);
+  const rounds = await alternateRounds(
+    roundCount,
+    () => run(base),
+    () => run(measured),
+  );
+  const shares = sharesOf(rounds, short.seconds, 'req/s');
   push(
     judge(
       {
         ...row,
         kind: 'value',
-        value: failures > 0 ? 0 : median(shares),
+        value: failures > 0 ? 0 : shares.median,
         unit: '%',
-        detail:
-          failures > 0
-            ? `${failures} answers not as expected: not measured`
-            : `median of ${roundCount} rounds of ${short.seconds} s each, the measured side first in every other one (${shares.map((x) => x.toFixed(1)).join(', ')} %); ` +
-              rounds.map((r) => `${fmtRps(r.measured)} vs ${fmtRps(r.base)}`).join(', ') +
-              ' req/s',
+        detail: failures > 0 ? `${failures} answers not as expected: not measured` : shares.detail,
         pass: null,
         breakdown: { rounds },
       },
       null,
     ),
   );
+}
+
+/** How long each side runs in a round of an alternating measurement, s. */
+const roundSeconds = () => Math.max(2, Math.round(timing.seconds / ALTERNATING_ROUNDS));
+
+type Round = { base: number; measured: number };
+
+/**
+ * `roundCount` rounds of `base` and `measured` (each run gives its rate), the
+ * measured side first in every other round (see `alternatingShare`).
+ */
+async function alternateRounds(
+  roundCount: number,
+  base: () => Promise<number>,
+  measured: () => Promise<number>,
+): Promise<Round[]> {
+  const rounds: Round[] = [];
+  for (let round = 0; round < roundCount; round++) {
+    if (round % 2 === 0) rounds.push({ base: await base(), measured: await measured() });
+    else {
+      const first = await measured();
+      rounds.push({ base: await base(), measured: first });
+    }
+  }
+  return rounds;
+}
+
+/** The median of the rounds' `measured / base` in %, and a row's detail of them (rates in `unit`). */
+function sharesOf(rounds: readonly Round[], seconds: number, unit: string) {
+  const shares = rounds.map((r) => (100 * r.measured) / r.base).sort((a, b) => a - b);
+  const detail =
+    `median of ${rounds.length} rounds of ${seconds} s each, the measured side first in every other one (${shares.map((x) => x.toFixed(1)).join(', ')} %); ` +
+    rounds.map((r) => `${fmtRps(r.measured)} vs ${fmtRps(r.base)}`).join(', ') +
+    ` ${unit}`;
+  return { median: median(shares), detail };
 }
 
 /** A scenario's share of the bare route (tiny JSON), in alternating rounds. */
@@ -536,34 +559,21 @@ async function measurePostgresAlone(backend: Backend): Promise<void> {
     target: null,
     pass: null,
   });
-  const seconds = Math.max(2, Math.round(timing.seconds / ALTERNATING_ROUNDS));
-  const rounds: Array<{ plain: number; keyed: number }> = [];
-  for (let round = 0; round < ALTERNATING_ROUNDS; round++) {
-    if (round % 2 === 0) {
-      const plain = await run('plain', seconds);
-      rounds.push({ plain, keyed: await run('keyed', seconds) });
-    } else {
-      const keyed = await run('keyed', seconds);
-      rounds.push({ plain: await run('plain', seconds), keyed });
-    }
-  }
-  const shares = rounds.map((r) => (100 * r.keyed) / r.plain);
+  const seconds = roundSeconds();
+  const rounds = await alternateRounds(
+    ALTERNATING_ROUNDS,
+    () => run('plain', seconds),
+    () => run('keyed', seconds),
+  );
+  const shares = sharesOf(rounds, seconds, 'tx/s');
   push({
     kind: 'value',
     id: 'postgres-alone-keyed-share',
     title: "PostgreSQL alone: with an idempotency key's row, % of without, alternating",
     backend: backend.name,
-    value: median(shares),
+    value: shares.median,
     unit: '%',
-    detail:
-      `pgbench, ${clients} connections, median of ${ALTERNATING_ROUNDS} rounds of ${seconds} s each, the keyed side first in every other one (` +
-      shares
-        .sort((a, b) => a - b)
-        .map((x) => x.toFixed(1))
-        .join(', ') +
-      ' %); ' +
-      rounds.map((r) => `${fmtRps(r.keyed)} vs ${fmtRps(r.plain)}`).join(', ') +
-      ' tx/s',
+    detail: `pgbench, ${clients} connections, the keyed transaction measured: ${shares.detail}`,
     target: null,
     pass: null,
     breakdown: { rounds },

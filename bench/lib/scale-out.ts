@@ -102,11 +102,6 @@ export interface StatementCount {
 }
 
 /**
- * Reads the instances' statement counters (`METRICS_PORT` listeners) and
- * PostgreSQL's transaction count of the bench's database, which PostgreSQL
- * keeps whoever the client is (its backends report at most once a second).
- */
-/**
  * Sums, over the instances' metrics (`METRICS_PORT` listeners), the samples
  * `pattern` matches: its first group names the sample, its second is the value.
  */
@@ -123,6 +118,11 @@ export async function sumMetrics<K extends string>(
   return sums;
 }
 
+/**
+ * Reads the instances' statement counters (`METRICS_PORT` listeners) and
+ * PostgreSQL's transaction count of the bench's database, which PostgreSQL
+ * keeps whoever the client is (its backends report at most once a second).
+ */
 export async function statementCounter(
   metricsUrls: readonly string[],
   databaseUrl: string | null,
